@@ -1,0 +1,259 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Model is the live cluster model, fed incrementally from Node and Pod events
+// (typically informer callbacks). An event updates only the changed node's
+// numbers and the histograms of its domain at each level and of the cluster:
+// O(levels × histogram) work, never a rebuild. Snapshot re-files the domains
+// changed since the last one in the level indexes and publishes an immutable
+// view for queries. A Model is safe for concurrent use.
+type Model struct {
+	mu       sync.Mutex
+	rules    *rules
+	levels   []Level
+	levelIdx map[string]int
+
+	// nodes holds every known node, and placeholders for node names that
+	// bound pods refer to before (or after) the node itself is known.
+	nodes map[string]*nodeState
+	// pods holds the pods that currently take GPUs on a node, by
+	// namespace/name. Other pods are not kept.
+	pods map[string]podState
+	// domains[i] holds the level-i domains that have GPU capacity, by key.
+	domains []map[string]*domState
+	// aggs holds, per (resource, product), the cluster totals and the level
+	// indexes that snapshots share.
+	aggs map[aggKey]*aggView
+	// cluster holds the cluster's histograms per (resource, product).
+	cluster map[aggKey]*domAgg
+	// dirty lists the histograms changed since the last flush.
+	dirty     []dirtyRef
+	nodeCount int
+
+	// gen counts the events that changed what a snapshot shows.
+	gen uint64
+	// edit is the token of structures created since the last snapshot was
+	// published; only those may be changed in place.
+	edit uint64
+	// snap is the last published snapshot while nothing has changed since.
+	snap *Snapshot
+}
+
+type nodeState struct {
+	// info is nil while the node is not known (deleted, or not seen yet).
+	info *nodeInfo
+	// used is the GPUs taken by the pods bound to the node, by resource.
+	used map[string]int
+}
+
+type podState struct {
+	node string
+	req  map[string]int
+}
+
+// NewModel returns an empty Model for cfg, after filling in its defaults and
+// validating it.
+func NewModel(cfg Config) (*Model, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("unable to create topology model: %w", err)
+	}
+	m := &Model{
+		rules:    newRules(cfg),
+		levels:   cfg.Levels,
+		levelIdx: make(map[string]int, len(cfg.Levels)),
+		nodes:    make(map[string]*nodeState),
+		pods:     make(map[string]podState),
+		domains:  make([]map[string]*domState, len(cfg.Levels)),
+		aggs:     make(map[aggKey]*aggView),
+		cluster:  make(map[aggKey]*domAgg),
+		edit:     1,
+	}
+	for i, l := range cfg.Levels {
+		m.levelIdx[l.Name] = i
+		m.domains[i] = make(map[string]*domState)
+	}
+	return m, nil
+}
+
+// UpsertNode adds or updates a node. Updates that change nothing the model
+// keeps (heartbeats, unrelated labels) cost one comparison.
+func (m *Model) UpsertNode(node *corev1.Node) {
+	if node == nil {
+		return
+	}
+	info := m.rules.nodeInfo(node)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setNode(node.Name, info, nil)
+}
+
+// DeleteNode removes a node. Pods still bound to it stay known and count
+// again if a node of that name comes back.
+func (m *Model) DeleteNode(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setNode(name, nil, nil)
+}
+
+// UpsertPod adds or updates a pod. Only a pod bound to a node (spec.nodeName)
+// and not terminal (Succeeded, Failed) takes GPUs; it may arrive before its
+// node and counts once the node is known.
+func (m *Model) UpsertPod(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	var next podState
+	if pod.Spec.NodeName != "" && !podTerminal(pod) {
+		if req := podGPURequests(pod); req != nil {
+			next = podState{node: pod.Spec.NodeName, req: req}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setPod(pod.Namespace+"/"+pod.Name, next)
+}
+
+// DeletePod removes a pod.
+func (m *Model) DeletePod(namespace, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setPod(namespace+"/"+name, podState{})
+}
+
+// Snapshot returns an immutable view of the model now, safe to query from
+// any number of goroutines while the model keeps changing.
+//
+// While nothing changes it returns the same snapshot. After changes it files
+// each changed domain anew in its level indexes (once, however many events
+// touched it: O(changed domains × log domains)) and copies the small table
+// of index roots per (resource, product). Nothing is O(nodes): the indexes
+// are persistent trees shared with the model, which copies the path from the
+// root on its next write rather than change a published node.
+func (m *Model) Snapshot() *Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snap == nil {
+		m.flush()
+		m.snap = &Snapshot{
+			levels:    m.levels,
+			levelIdx:  m.levelIdx,
+			gen:       m.gen,
+			nodeCount: m.nodeCount,
+			aggs:      maps.Clone(m.aggs),
+		}
+		m.edit++
+	}
+	return m.snap
+}
+
+// setNode replaces the node's info (nil: unknown) and, when used is not nil,
+// its used GPUs. The caller holds mu.
+func (m *Model) setNode(name string, info *nodeInfo, used map[string]int) {
+	st := m.nodes[name]
+	if st == nil {
+		if info == nil {
+			return
+		}
+		st = &nodeState{}
+		m.nodes[name] = st
+	}
+	if st.info.equal(info) && used == nil {
+		return
+	}
+	wasKnown := st.info != nil
+	moved := m.changeNode(st, func() {
+		st.info = info
+		if used != nil {
+			st.used = used
+		}
+	})
+	switch {
+	case !wasKnown && info != nil:
+		m.nodeCount++
+	case wasKnown && info == nil:
+		m.nodeCount--
+	}
+	if moved || wasKnown != (info != nil) {
+		m.changed()
+	}
+	if st.info == nil && len(st.used) == 0 {
+		delete(m.nodes, name)
+	}
+}
+
+// setPod records what the pod now takes (zero podState: nothing). The caller
+// holds mu.
+func (m *Model) setPod(key string, next podState) {
+	prev, had := m.pods[key]
+	if !had && next.req == nil {
+		return
+	}
+	if had && prev.node == next.node && maps.Equal(prev.req, next.req) {
+		return
+	}
+	if next.req == nil {
+		delete(m.pods, key)
+	} else {
+		m.pods[key] = next
+	}
+	if had && prev.node == next.node {
+		m.addUsed(prev.node, prev.req, next.req)
+		return
+	}
+	if had {
+		m.addUsed(prev.node, prev.req, nil)
+	}
+	if next.req != nil {
+		m.addUsed(next.node, nil, next.req)
+	}
+}
+
+// addUsed takes minus off and adds plus to the GPUs used on the node.
+func (m *Model) addUsed(name string, minus, plus map[string]int) {
+	st := m.nodes[name]
+	if st == nil {
+		st = &nodeState{}
+		m.nodes[name] = st
+	}
+	moved := m.changeNode(st, func() {
+		if st.used == nil {
+			st.used = make(map[string]int, len(plus))
+		}
+		for r, v := range minus {
+			if st.used[r] -= v; st.used[r] == 0 {
+				delete(st.used, r)
+			}
+		}
+		for r, v := range plus {
+			st.used[r] += v
+		}
+	})
+	if moved {
+		m.changed()
+	}
+	if st.info == nil && len(st.used) == 0 {
+		delete(m.nodes, name)
+	}
+}
+
+// changeNode runs mutate on st and moves the node's contribution in the
+// aggregates from before to after; it reports whether any aggregate changed.
+func (m *Model) changeNode(st *nodeState, mutate func()) bool {
+	oldInfo, oldC := st.info, st.contributions()
+	mutate()
+	return m.transition(oldInfo, oldC, st.info, st.contributions())
+}
+
+// changed records that the next snapshot differs from the last.
+func (m *Model) changed() {
+	m.gen++
+	m.snap = nil
+}

@@ -1,0 +1,98 @@
+// Package topology owns Mandate's cluster model: configured topology levels,
+// the domains they form (zone, spine block, leaf block, NVLink clique, node…),
+// free and total GPU capacity per domain kept as aggregates, and the best-fit
+// placement algorithm behind the mandate.placement Rego builtin.
+package topology
+
+// Level is one tier of the cluster's topology, top to bottom, named by the
+// authority model and read from a node label. Levels are configured, never
+// hard-coded.
+type Level struct {
+	Name      string `json:"name"`
+	NodeLabel string `json:"nodeLabel"`
+}
+
+// Config says how nodes and pods become capacity.
+type Config struct {
+	// Levels from the widest (e.g. zone) to the narrowest (e.g. node, with
+	// NodeLabel kubernetes.io/hostname).
+	Levels []Level `json:"levels"`
+	// ProductLabel is the node label naming the GPU model
+	// (default nvidia.com/gpu.product).
+	ProductLabel string `json:"productLabel"`
+	// UnhealthyLabel, when a node carries it with any value other than
+	// "false", makes the node count as no capacity.
+	UnhealthyLabel string `json:"unhealthyLabel"`
+	// UnhealthyConditions are node condition types that, when status True,
+	// make the node count as no capacity (e.g. GPUUnhealthy). Ready=False or
+	// Unknown always does.
+	UnhealthyConditions []string `json:"unhealthyConditions"`
+	// ToleratedTaints are taint keys that do not take a node out of capacity.
+	// Any other NoSchedule or NoExecute taint makes the node count as no
+	// capacity (PreferNoSchedule never does). Nil means the default
+	// ["nvidia.com/gpu"]: the GPU operator and cloud node pools commonly taint
+	// GPU nodes with it and GPU pods tolerate it. An empty, non-nil list
+	// tolerates nothing.
+	ToleratedTaints []string `json:"toleratedTaints"`
+}
+
+// Request asks where a gang of Pods × GPUsPerPod of Resource (optionally of
+// one Product) could be placed, with all pods inside one domain of
+// RequiredLevel (empty: anywhere in the cluster) and, when it fits, inside
+// one domain of PreferredLevel. Resource "" means nvidia.com/gpu and Product
+// "" any product; PreferredLevel may not be wider than RequiredLevel.
+type Request struct {
+	Pods           int    `json:"pods"`
+	GPUsPerPod     int    `json:"gpusPerPod"`
+	Resource       string `json:"resource"`
+	Product        string `json:"product"`
+	RequiredLevel  string `json:"requiredLevel"`
+	PreferredLevel string `json:"preferredLevel"`
+}
+
+// Result answers a Request. It is a pure function of the snapshot and the
+// request: the same inputs always give the same Result.
+type Result struct {
+	// FitsNow: some domain of the required level has enough free capacity.
+	FitsNow bool `json:"fitsNow"`
+	// FitsEmpty: some domain of the required level could hold the gang if
+	// every healthy node were empty.
+	FitsEmpty bool `json:"fitsEmpty"`
+	// Domain and Level of the best fit now (the preferred level when the gang
+	// fits within one of its domains, else the required level); empty when it
+	// does not fit now. A domain is named by the "/"-joined label values of
+	// its level and the levels above ("_" for a value the nodes lack), e.g.
+	// "zone-a/spine-03/leaf-051"; the whole cluster is "cluster" at level "".
+	// A GPUsPerPod of 0 fits now and empty with no domain and Score 1.
+	Domain string `json:"domain"`
+	Level  string `json:"level"`
+	// Score in (0,1]: the gang's GPUs over the chosen domain's free GPUs of
+	// the wanted kind; 1 means nothing is stranded. 0 when it does not fit.
+	Score float64 `json:"score"`
+	// FreeAfter is the chosen domain's free GPUs left after placement.
+	FreeAfter int `json:"freeAfter"`
+	// Largest is the domain of the required level with the most pod slots
+	// when the cluster is empty: what to name when the gang can never fit.
+	// Ties go to the smaller domain key; zero when no domain has a slot.
+	Largest DomainCapacity `json:"largest"`
+	// BestNow is the domain of the required level with the most free pod
+	// slots now: what to name when the gang does not fit yet. Ties go to the
+	// smaller domain key; zero when no domain has a slot.
+	BestNow DomainCapacity `json:"bestNow"`
+	// ClusterFree and ClusterTotal count GPUs of the wanted kind on healthy
+	// nodes.
+	ClusterFree  int `json:"clusterFree"`
+	ClusterTotal int `json:"clusterTotal"`
+}
+
+// DomainCapacity describes one domain's room for pods of the requested size.
+type DomainCapacity struct {
+	Domain string `json:"domain"`
+	Level  string `json:"level"`
+	// PodSlots is how many pods of GPUsPerPod fit (sum over its nodes of
+	// floor(gpus/GPUsPerPod)).
+	PodSlots int `json:"podSlots"`
+	// GPUs of the wanted kind in the domain: allocatable for Largest, free
+	// for BestNow.
+	GPUs int `json:"gpus"`
+}
