@@ -1,0 +1,80 @@
+package workload
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzNormalize feeds arbitrary bytes through Decode and Normalize. The
+// invariant: no panic, and either a Workload that keeps the contract or an
+// error that wraps ErrInvalid or ErrUnsupportedKind.
+func FuzzNormalize(f *testing.F) {
+	for _, pattern := range []string{"testdata/*.yaml", "testdata/list.json"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(pod(", annotations: {gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", "{}")))
+	f.Add([]byte(volcanoJob("minAvailable: 2", "{nvidia.com/gpu: 4}", "1", "3")))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		objs, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Decode error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		for _, obj := range objs {
+			w, err := Normalize(obj)
+			if err != nil {
+				if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnsupportedKind) {
+					t.Fatalf("Normalize error wraps neither ErrInvalid nor ErrUnsupportedKind: %v", err)
+				}
+				continue
+			}
+			checkContract(t, w)
+		}
+	})
+}
+
+// checkContract asserts what every Workload from a built-in Normaliser
+// promises.
+func checkContract(t *testing.T, w Workload) {
+	t.Helper()
+	if w.Pods < 1 || w.Pods > MaxPods || w.MinPods < 0 || w.MinPods > w.Pods ||
+		w.GPUsPerPod < 0 || w.GPUsPerPod > MaxGPUsPerPod || w.TotalGPUs < 0 {
+		t.Fatalf("counts out of range: %+v", w)
+	}
+	if len(w.Roles) != len(w.Templates) || len(w.Roles) == 0 {
+		t.Fatalf("%d roles but %d templates", len(w.Roles), len(w.Templates))
+	}
+	pods, total, perPod := 0, 0, 0
+	for _, r := range w.Roles {
+		pods += r.Replicas
+		total += r.Replicas * r.GPUsPerPod
+		perPod = max(perPod, r.GPUsPerPod)
+	}
+	if pods != w.Pods || total != w.TotalGPUs || perPod != w.GPUsPerPod {
+		t.Fatalf("roles disagree with totals: pods %d/%d, GPUs %d/%d, per pod %d/%d", pods, w.Pods, total, w.TotalGPUs, perPod, w.GPUsPerPod)
+	}
+	if (w.GPUResource == "") != (w.GPUsPerPod == 0) {
+		t.Fatalf("GPU resource %q with %d GPUs per pod", w.GPUResource, w.GPUsPerPod)
+	}
+	if w.GPUFraction < 0 || w.GPUFraction >= 1 || w.Labels == nil || w.Annotations == nil {
+		t.Fatalf("malformed workload: %+v", w)
+	}
+	if w.Name == "" && w.GenerateName == "" {
+		t.Fatalf("workload without a name: %+v", w)
+	}
+}
