@@ -1,0 +1,289 @@
+package evaluator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/topology/topologytest"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// reference is the 100k-GPU reference cluster, decided against the default
+// authority model with 1,000 tenants. Built once per benchmark binary.
+type reference struct {
+	state    *cluster.State
+	snapshot *topology.Snapshot
+	eval     *evaluator.Evaluator
+	domains  map[string]any // level → domain key → [free, product] per node
+	input    evaluator.Input
+}
+
+var (
+	refOnce sync.Once
+	ref     reference
+)
+
+func loadReference(b *testing.B) *reference {
+	b.Helper()
+	refOnce.Do(func() {
+		start := time.Now()
+		nodes, pods, namespaces := topologytest.Reference(topologytest.RefOptions{})
+		policy, err := evaluator.LoadFS(policies.FS, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		model := policy.Data["mandate"].(map[string]any)["model"].(map[string]any)
+		model["tenants"] = thousandTenants(len(namespaces))
+		if ref.eval, err = evaluator.New(context.Background(), policy, evaluator.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if ref.state, err = cluster.New(ref.eval.Model()); err != nil {
+			b.Fatal(err)
+		}
+		for i := range namespaces {
+			ref.state.UpsertNamespace(&namespaces[i])
+		}
+		for i := range nodes {
+			ref.state.UpsertNode(&nodes[i])
+		}
+		for i := range pods {
+			ref.state.UpsertPod(&pods[i])
+		}
+		ref.snapshot = ref.state.Snapshot()
+		ref.domains = domainsOf(nodes, pods)
+		ref.input = decisionInput(ref.state, namespaces[42].Name)
+		fmt.Fprintf(os.Stdout, "reference cluster: %d nodes, %d GPUs, %d pods, %d tenants (built in %s)\n",
+			len(nodes), len(nodes)*topologytest.GPUsPerNode, len(pods), len(namespaces), time.Since(start).Round(time.Millisecond))
+	})
+	return &ref
+}
+
+// thousandTenants is an organisation of ten divisions over the tenants of
+// the reference namespaces.
+func thousandTenants(n int) map[string]any {
+	classes := []any{"train", "build-preemptible", "build"}
+	quota := func(g, c int) map[string]any {
+		return map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": g, "ceiling": c}}
+	}
+	tenants := map[string]any{
+		"org": map[string]any{"parent": "", "quota": quota(80000, 100000), "priorityClasses": classes, "scheduler": "volcano"},
+	}
+	for d := range 10 {
+		tenants[fmt.Sprintf("division-%d", d)] = map[string]any{"parent": "org", "quota": quota(8000, 20000)}
+	}
+	for i := range n {
+		tenants[fmt.Sprintf("tenant-%04d", i)] = map[string]any{"parent": fmt.Sprintf("division-%d", i%10), "quota": quota(64, 512)}
+	}
+	return tenants
+}
+
+// domainsOf groups each node's free GPUs by its domain at every level, the
+// data layout the pure-Rego reference reads.
+func domainsOf(nodes []corev1.Node, pods []corev1.Pod) map[string]any {
+	used := map[string]int{}
+	for i := range pods {
+		used[pods[i].Spec.NodeName] += topology.PodGPURequests(&pods[i])[topologytest.GPUResource]
+	}
+	byLevel := map[string]map[string][]any{}
+	for _, n := range nodes {
+		key := ""
+		for _, l := range topologytest.ReferenceLevels() {
+			if key != "" {
+				key += "/"
+			}
+			key += n.Labels[l.NodeLabel]
+			if byLevel[l.Name] == nil {
+				byLevel[l.Name] = map[string][]any{}
+			}
+			free := topologytest.GPUsPerNode - used[n.Name]
+			byLevel[l.Name][key] = append(byLevel[l.Name][key], []any{free, n.Labels[topologytest.LabelProduct]})
+		}
+	}
+	out := make(map[string]any, len(byLevel))
+	for level, domains := range byLevel {
+		m := make(map[string]any, len(domains))
+		for k, v := range domains {
+			m[k] = v
+		}
+		out[level] = m
+	}
+	return out
+}
+
+func decisionInput(state *cluster.State, namespace string) evaluator.Input {
+	w := workload.Workload{
+		Kind: "PyTorchJob", APIVersion: "kubeflow.org/v1", Name: "bench", Namespace: namespace,
+		Class: workload.ClassTraining, Pods: 16, GPUsPerPod: 8, TotalGPUs: 128, GPUResource: topologytest.GPUResource,
+		Roles: []workload.Role{{Name: "Worker", Replicas: 16, GPUsPerPod: 8}},
+	}
+	ns := state.Namespace(namespace)
+	w.Tenant = ns.Labels[topologytest.LabelTenant]
+	return evaluator.Input{
+		Request:   evaluator.Request{Operation: "CREATE", User: "bench"},
+		Namespace: ns,
+		Workload:  w,
+		Usage:     state.Usage(w.Tenant),
+		Cluster:   state.Snapshot(),
+	}
+}
+
+// placementRequest is the gang both placement implementations answer.
+var placementRequest = map[string]any{
+	"pods": 16, "gpusPerPod": 8, "resource": topologytest.GPUResource, "product": "",
+	"requiredLevel": "block", "preferredLevel": "",
+}
+
+func prepare(b *testing.B, file string, query string, data map[string]any) rego.PreparedEvalQuery {
+	b.Helper()
+	evaluator.RegisterBuiltins()
+	src, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pq, err := rego.New(rego.Query(query), rego.Module(file, string(src)), rego.Store(inmem.NewFromObject(data))).
+		PrepareForEval(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pq
+}
+
+func evalResult(b *testing.B, ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value) map[string]any {
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil || len(rs) != 1 {
+		b.Fatalf("eval: %v (%d results)", err, len(rs))
+	}
+	return rs[0].Expressions[0].Value.(map[string]any)
+}
+
+func requestInput(b *testing.B) ast.Value {
+	v, err := ast.InterfaceToValue(map[string]any{"request": placementRequest})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+// BenchmarkPlacementBuiltin: a Rego query calling mandate.placement.
+func BenchmarkPlacementBuiltin(b *testing.B) {
+	r := loadReference(b)
+	pq := prepare(b, "testdata/builtin.rego", "data.bench.result", map[string]any{})
+	ctx := evaluator.ContextWithSnapshot(context.Background(), r.snapshot)
+	input := requestInput(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		evalResult(b, ctx, pq, input)
+	}
+}
+
+// BenchmarkPlacementPureRego: the same best fit written in Rego.
+func BenchmarkPlacementPureRego(b *testing.B) {
+	r := loadReference(b)
+	pq := prepare(b, "testdata/reference.rego", "data.reference.result", map[string]any{"reference": map[string]any{"domains": r.domains}})
+	input := requestInput(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		evalResult(b, context.Background(), pq, input)
+	}
+}
+
+// BenchmarkDecision: a full four-dimension decision on the reference.
+func BenchmarkDecision(b *testing.B) {
+	r := loadReference(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.eval.Decide(ctx, r.input); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReference measures all three in one run and prints the numbers
+// the targets are stated in: µs per builtin-calling query, the ratio against
+// pure Rego (target ≥ 500x, ≤ 50 µs), and the decision's p50/p99 (target
+// p99 ≤ 1 ms), with allocations per op. Both placements must agree.
+func BenchmarkReference(b *testing.B) {
+	r := loadReference(b)
+	input := requestInput(b)
+	builtinQ := prepare(b, "testdata/builtin.rego", "data.bench.result", map[string]any{})
+	pureQ := prepare(b, "testdata/reference.rego", "data.reference.result", map[string]any{"reference": map[string]any{"domains": r.domains}})
+	snapCtx := evaluator.ContextWithSnapshot(context.Background(), r.snapshot)
+
+	got, want := evalResult(b, snapCtx, builtinQ, input), evalResult(b, context.Background(), pureQ, input)
+	if got["domain"] != want["domain"] || got["fitsNow"] != want["fitsNow"] {
+		b.Fatalf("builtin placed in %v (fits %v), pure Rego in %v (fits %v)", got["domain"], got["fitsNow"], want["domain"], want["fitsNow"])
+	}
+	decide := func() {
+		if _, err := r.eval.Decide(context.Background(), r.input); err != nil {
+			b.Fatal(err)
+		}
+	}
+	builtin := measure(func() { evalResult(b, snapCtx, builtinQ, input) })
+	pure := measure(func() { evalResult(b, context.Background(), pureQ, input) })
+	decision := measure(decide)
+	p50, p99 := decisionPercentiles(b, r, 5000)
+	ratio := pure.nsPerOp / builtin.nsPerOp
+	fmt.Fprintf(os.Stdout, "placement, Rego calling mandate.placement: %9.1f µs/op %7.0f allocs/op (%d runs; target ≤ 50 µs)\n", builtin.nsPerOp/1e3, builtin.allocs, builtin.runs)
+	fmt.Fprintf(os.Stdout, "placement, same best fit in pure Rego:     %9.1f µs/op %7.0f allocs/op (%d runs)\n", pure.nsPerOp/1e3, pure.allocs, pure.runs)
+	fmt.Fprintf(os.Stdout, "ratio %.0fx (target ≥ 500x); both placed the gang in %v\n", ratio, got["domain"])
+	fmt.Fprintf(os.Stdout, "full decision: mean %.1f µs/op, p50 %.1f µs, p99 %.1f µs (target p99 ≤ 1000 µs), %.0f allocs/op\n",
+		decision.nsPerOp/1e3, us(p50.Nanoseconds()), us(p99.Nanoseconds()), decision.allocs)
+	b.ReportMetric(ratio, "x-ratio")
+	b.ReportMetric(us(p99.Nanoseconds()), "µs-p99-decision")
+}
+
+func decisionPercentiles(b *testing.B, r *reference, n int) (p50, p99 time.Duration) {
+	ctx := context.Background()
+	durations := make([]time.Duration, n)
+	for i := range durations {
+		start := time.Now()
+		if _, err := r.eval.Decide(ctx, r.input); err != nil {
+			b.Fatal(err)
+		}
+		durations[i] = time.Since(start)
+	}
+	slices.Sort(durations)
+	return durations[n/2], durations[n*99/100]
+}
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// measurement is one operation's cost. testing.Benchmark cannot run inside a
+// benchmark (they share a lock), so BenchmarkReference times its own loops.
+type measurement struct {
+	nsPerOp float64
+	allocs  float64
+	runs    int
+}
+
+// measure runs fn for at least a second (and at least 10 times) after a
+// warm-up, and counts its allocations.
+func measure(fn func()) measurement {
+	for range 3 {
+		fn()
+	}
+	var m measurement
+	start := time.Now()
+	for m.runs < 10 || time.Since(start) < time.Second {
+		fn()
+		m.runs++
+	}
+	m.nsPerOp = float64(time.Since(start).Nanoseconds()) / float64(m.runs)
+	m.allocs = testing.AllocsPerRun(min(m.runs, 50), fn)
+	return m
+}

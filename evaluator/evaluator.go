@@ -1,0 +1,124 @@
+// Package evaluator is Mandate's OPA integration: it compiles a Policy once,
+// prepares the decision query once, and answers Decide for every admission
+// with a typed Decision, within a per-evaluation deadline. It also registers
+// Mandate's Rego builtins (mandate.placement).
+package evaluator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// DefaultQuery is the Decision entrypoint of the authority model.
+const DefaultQuery = "data.mandate.decision"
+
+// DefaultTimeout bounds one evaluation; admission must answer well within the
+// webhook's timeoutSeconds.
+const DefaultTimeout = 500 * time.Millisecond
+
+// ErrTimeout is returned when an evaluation exceeds its deadline.
+var ErrTimeout = errors.New("policy evaluation exceeded its deadline")
+
+// Options configure an Evaluator.
+type Options struct {
+	// Query is the decision entrypoint; DefaultQuery when empty.
+	Query string
+	// Timeout per evaluation; DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// Evaluator decides workloads against one compiled Policy. It is safe for
+// concurrent use.
+type Evaluator struct {
+	query    rego.PreparedEvalQuery
+	timeout  time.Duration
+	revision string
+	model    Model
+}
+
+// New compiles the policy and prepares the decision query.
+func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
+	RegisterBuiltins()
+	if opts.Query == "" {
+		opts.Query = DefaultQuery
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	model, err := modelFrom(p.Data)
+	if err != nil {
+		return nil, err
+	}
+	regoOpts := []func(*rego.Rego){
+		rego.Query(opts.Query),
+		rego.Store(inmem.NewFromObjectWithOpts(p.Data, inmem.OptReturnASTValuesOnRead(true))),
+		rego.StrictBuiltinErrors(true),
+	}
+	for _, m := range p.Modules {
+		regoOpts = append(regoOpts, rego.ParsedModule(m))
+	}
+	pq, err := rego.New(regoOpts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("unable to compile policies (revision %q): %w", p.Revision, err)
+	}
+	return &Evaluator{query: pq, timeout: opts.Timeout, revision: p.Revision, model: model}, nil
+}
+
+// Revision is the revision of the policy this evaluator decides with.
+func (e *Evaluator) Revision() string { return e.revision }
+
+// Model is the Go-side view of the authority model.
+func (e *Evaluator) Model() Model { return e.model }
+
+// Decide evaluates the authority model for one workload.
+func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
+	value, err := in.value()
+	if err != nil {
+		return Decision{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if in.Cluster != nil {
+		ctx = ContextWithSnapshot(ctx, in.Cluster)
+	}
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(value))
+	if err != nil {
+		return Decision{}, e.evalError(ctx, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return Decision{}, fmt.Errorf("policy revision %q produced no decision: %s is undefined for this input", e.revision, DefaultQuery)
+	}
+	d, err := decodeDecision(rs[0].Expressions[0].Value)
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy revision %q returned a malformed decision: %w", e.revision, err)
+	}
+	d.ID = newID()
+	d.Revision = e.revision
+	return d, nil
+}
+
+// evalError says which rule failed and why.
+func (e *Evaluator) evalError(ctx context.Context, err error) error {
+	if ctx.Err() != nil || topdown.IsCancel(err) {
+		return fmt.Errorf("%w (%s, revision %q)", ErrTimeout, e.timeout, e.revision)
+	}
+	var terr *topdown.Error
+	if errors.As(err, &terr) && terr.Location != nil {
+		return fmt.Errorf("policy revision %q failed at %s: %s: %w", e.revision, terr.Location, terr.Message, err)
+	}
+	return fmt.Errorf("policy revision %q failed: %w", e.revision, err)
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,214 @@
+package evaluator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+func defaultEvaluator(t *testing.T) *evaluator.Evaluator {
+	t.Helper()
+	p, err := evaluator.LoadFS(policies.FS, "test")
+	require.NoError(t, err)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	return ev
+}
+
+// fixture is a block of four 8-GPU nodes, two of them free.
+func fixture(t *testing.T) *topology.Snapshot {
+	t.Helper()
+	node := func(name string, used int) topology.FixtureNode {
+		return topology.FixtureNode{
+			Name: name,
+			Labels: map[string]string{
+				"topology.kubernetes.io/zone": "z", "mandate.dev/spine-block": "s", "mandate.dev/leaf-block": "b",
+				"nvidia.com/gpu.clique": "c", "kubernetes.io/hostname": name,
+			},
+			Allocatable: map[string]int{"nvidia.com/gpu": 8},
+			Used:        map[string]int{"nvidia.com/gpu": used},
+		}
+	}
+	s, err := topology.FromFixture(topology.Fixture{
+		Levels: defaultEvaluator(t).Model().Topology.Levels,
+		Nodes:  []topology.FixtureNode{node("n1", 8), node("n2", 0), node("n3", 0), node("n4", 8)},
+	})
+	require.NoError(t, err)
+	return s
+}
+
+func input(tenant string, pods, gpus int, usage map[string]map[string]ledger.Usage) evaluator.Input {
+	labels := map[string]string{}
+	if tenant != "" {
+		labels[workload.LabelTenant] = tenant
+	}
+	return evaluator.Input{
+		Request:   evaluator.Request{Operation: "CREATE", User: "alice"},
+		Namespace: evaluator.Namespace{Name: "ns", Labels: labels},
+		Workload: workload.Workload{
+			Kind: "Job", APIVersion: "batch/v1", Name: "j", Namespace: "ns", Tenant: tenant,
+			Class: workload.ClassTraining, Pods: pods, GPUsPerPod: gpus, TotalGPUs: pods * gpus, GPUResource: "nvidia.com/gpu",
+		},
+		Usage:  usage,
+		Object: map[string]any{"kind": "Job", "metadata": map[string]any{"name": "j"}},
+	}
+}
+
+func TestDecide(t *testing.T) {
+	ev := defaultEvaluator(t)
+	snap := fixture(t)
+	for _, tc := range []struct {
+		name          string
+		in            evaluator.Input
+		wantAllowed   bool
+		wantCodes     []string
+		wantWarnings  int
+		wantScheduler string
+	}{
+		{name: "fits now", in: input("research-llm", 2, 8, nil), wantAllowed: true, wantScheduler: "volcano"},
+		{name: "waits for capacity", in: input("research-llm", 3, 8, nil), wantAllowed: true, wantWarnings: 1, wantScheduler: "volcano"},
+		{name: "never fits", in: input("research-llm", 5, 8, nil), wantCodes: []string{"TOPOLOGY_NEVER_FITS"}},
+		{name: "no tenant", in: input("", 1, 8, nil), wantCodes: []string{"TENANT_MISSING"}},
+		{name: "above ceiling", in: input("research-vision", 9, 8, nil), wantCodes: []string{"QUOTA_EXCEEDS_CEILING", "TOPOLOGY_NEVER_FITS"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Cluster = snap
+			d, err := ev.Decide(context.Background(), tc.in)
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAllowed, d.Allowed)
+			var codes []string
+			for _, v := range d.Violations {
+				codes = append(codes, v.Code)
+				require.NotEmpty(t, v.Message)
+				require.NotEmpty(t, v.Dimension)
+			}
+			require.Equal(t, tc.wantCodes, codes)
+			require.Len(t, d.Warnings, tc.wantWarnings)
+			require.Equal(t, "test", d.Revision)
+			require.Len(t, d.ID, 16)
+			if tc.wantAllowed {
+				require.Equal(t, tc.wantScheduler, d.Directives.Scheduler)
+			}
+		})
+	}
+}
+
+func TestDecideWithoutSnapshotWarns(t *testing.T) {
+	d, err := defaultEvaluator(t).Decide(context.Background(), input("research-llm", 1, 8, nil))
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Equal(t, []string{"no cluster snapshot was available, so topology placement was not checked"}, d.Warnings)
+}
+
+func TestDecideUsesUsage(t *testing.T) {
+	usage := map[string]map[string]ledger.Usage{"product": {"nvidia.com/gpu": {Total: 128, NonPreemptible: 128}}}
+	in := input("product", 1, 8, usage)
+	in.Workload.PriorityClass = "build"
+	in.Cluster = fixture(t)
+	d, err := defaultEvaluator(t).Decide(context.Background(), in)
+	require.NoError(t, err)
+	require.True(t, d.Directives.Preemptible, "work beyond the guarantee is turned preemptible")
+}
+
+// policy is a minimal authority model with the given decision rules.
+func policy(t *testing.T, rego string) *evaluator.Policy {
+	t.Helper()
+	fsys := fstest.MapFS{
+		"mandate/decision.rego":   {Data: []byte(rego)},
+		"mandate/model/data.json": {Data: []byte(`{"tenants": {}, "topology": {"levels": [{"name": "node", "nodeLabel": "kubernetes.io/hostname"}]}}`)},
+	}
+	p, err := evaluator.LoadFS(fsys, "r1")
+	require.NoError(t, err)
+	return p
+}
+
+func TestDecideDeadline(t *testing.T) {
+	p := policy(t, `package mandate
+decision := {"allowed": count([x | some x in numbers.range(1, 100000000)]) > 0}`)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{Timeout: 20 * time.Millisecond})
+	require.NoError(t, err)
+	_, err = ev.Decide(context.Background(), input("t", 1, 1, nil))
+	require.ErrorIs(t, err, evaluator.ErrTimeout)
+}
+
+func TestDecideErrorNamesTheRule(t *testing.T) {
+	p := policy(t, `package mandate
+decision := {"allowed": true} if input.workload.pods > 0
+decision := {"allowed": false} if input.workload.pods > 0`)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	_, err = ev.Decide(context.Background(), input("t", 1, 1, nil))
+	require.ErrorContains(t, err, "mandate/decision.rego:")
+	require.ErrorContains(t, err, `revision "r1"`)
+}
+
+func TestDecideRejectsMalformedDecisions(t *testing.T) {
+	for _, tc := range []struct{ name, rego, want string }{
+		{"allowed not a boolean", `decision := {"allowed": "yes"}`, "decision.allowed is string"},
+		{"deny without a reason", `decision := {"allowed": false, "violations": []}`, "denies without a violation"},
+		{"violations of the wrong shape", `decision := {"allowed": false, "violations": "no"}`, "decision.violations"},
+		{"undefined", `decision := {"allowed": true} if false`, "is undefined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := evaluator.New(context.Background(), policy(t, "package mandate\n"+tc.rego), evaluator.Options{})
+			require.NoError(t, err)
+			_, err = ev.Decide(context.Background(), input("t", 1, 1, nil))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewRejectsBrokenPolicies(t *testing.T) {
+	_, err := evaluator.New(context.Background(), policy(t, "package mandate\ndecision := {\"allowed\": undefined_thing}"), evaluator.Options{})
+	require.ErrorContains(t, err, "unable to compile policies")
+
+	p := policy(t, "package mandate\ndecision := {\"allowed\": true}")
+	delete(p.Data, "mandate")
+	_, err = evaluator.New(context.Background(), p, evaluator.Options{})
+	require.ErrorContains(t, err, "no mandate.model")
+
+	p = policy(t, "package mandate\ndecision := {\"allowed\": true}")
+	p.Data["mandate"].(map[string]any)["model"].(map[string]any)["tenants"] = map[string]any{"a": map[string]any{"parent": "ghost"}}
+	_, err = evaluator.New(context.Background(), p, evaluator.Options{})
+	require.ErrorContains(t, err, `names unknown tenant "ghost"`)
+}
+
+func TestLoadPathsNeedsRego(t *testing.T) {
+	_, err := evaluator.LoadPaths([]string{t.TempDir()}, "x")
+	require.ErrorContains(t, err, "no Rego modules found")
+	_, err = evaluator.LoadPaths([]string{"does-not-exist"}, "x")
+	require.Error(t, err)
+	require.False(t, errors.Is(err, evaluator.ErrTimeout))
+}
+
+// fixtureSnapshot is the cluster of the Rego tests' fixture, in Go.
+func fixtureSnapshot(t *testing.T) *topology.Snapshot {
+	t.Helper()
+	levels := defaultEvaluator(t).Model().Topology.Levels
+	var nodes []topology.FixtureNode
+	for i, used := range []int{8, 0, 4, 0} {
+		name := []string{"h1", "h2", "h3", "h4"}[i]
+		nodes = append(nodes, topology.FixtureNode{
+			Name: name,
+			Labels: map[string]string{
+				"topology.kubernetes.io/zone": "zone-a", "mandate.dev/spine-block": "s1", "mandate.dev/leaf-block": "b1",
+				"nvidia.com/gpu.clique": "c1", "kubernetes.io/hostname": name,
+			},
+			Allocatable: map[string]int{"nvidia.com/gpu": 8},
+			Used:        map[string]int{"nvidia.com/gpu": used},
+		})
+	}
+	s, err := topology.FromFixture(topology.Fixture{Levels: levels, Nodes: nodes})
+	require.NoError(t, err)
+	return s
+}

@@ -1,0 +1,73 @@
+package evaluator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// Input is what one decision is made on: input in Rego.
+type Input struct {
+	Request   Request           `json:"request"`
+	Namespace Namespace         `json:"namespace"`
+	Workload  workload.Workload `json:"workload"`
+	// Usage holds GPU usage per tenant (the requesting tenant and its
+	// ancestors, each rolled up over its subtree) per GPU resource.
+	Usage map[string]map[string]ledger.Usage `json:"usage"`
+	// Object is the raw object, for custom rules.
+	Object map[string]any `json:"object"`
+	// Cluster is the topology snapshot the placement builtin reads; nil
+	// leaves topology unchecked.
+	Cluster *topology.Snapshot `json:"-"`
+}
+
+// Request carries the AdmissionRequest essentials.
+type Request struct {
+	Operation string   `json:"operation"`
+	User      string   `json:"user"`
+	Groups    []string `json:"groups"`
+	DryRun    bool     `json:"dryRun"`
+}
+
+// Namespace is the workload's namespace as the policy sees it.
+type Namespace struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// value converts the input to a Rego value. The typed parts go through JSON
+// once; the raw object is already a generic map.
+func (in *Input) value() (ast.Value, error) {
+	typed := struct {
+		Request   Request                            `json:"request"`
+		Namespace Namespace                          `json:"namespace"`
+		Workload  workload.Workload                  `json:"workload"`
+		Usage     map[string]map[string]ledger.Usage `json:"usage"`
+	}{in.Request, in.Namespace, in.Workload, in.Usage}
+	b, err := json.Marshal(typed)
+	if err != nil {
+		return nil, fmt.Errorf("unable to encode input: %w", err)
+	}
+	v, err := ast.ValueFromReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("unable to convert input: %w", err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("input is not an object")
+	}
+	if in.Object != nil {
+		raw, err := ast.InterfaceToValue(in.Object)
+		if err != nil {
+			return nil, fmt.Errorf("unable to convert the raw object: %w", err)
+		}
+		obj.Insert(ast.InternedTerm("object"), ast.NewTerm(raw))
+	}
+	return obj, nil
+}

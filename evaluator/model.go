@@ -1,0 +1,77 @@
+package evaluator
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/mandate-dev/mandate/topology"
+)
+
+// Model is the part of the authority model (data.mandate.model) the Go side
+// needs outside Rego: topology levels for the cluster model, and the tenant
+// hierarchy and tiers for the quota ledger.
+type Model struct {
+	Tenants    map[string]Tenant `json:"tenants"`
+	Priorities map[string]Tier   `json:"priorities"`
+	Topology   struct {
+		Name   string           `json:"name"`
+		Levels []topology.Level `json:"levels"`
+	} `json:"topology"`
+}
+
+// Tenant is one tenant of the model, as far as Go needs it.
+type Tenant struct {
+	Parent string `json:"parent"`
+}
+
+// Tier is one priority class of the model.
+type Tier struct {
+	Value       int  `json:"value"`
+	Preemptible bool `json:"preemptible"`
+}
+
+// Parents maps each tenant to its parent ("" for a root).
+func (m Model) Parents() map[string]string {
+	out := make(map[string]string, len(m.Tenants))
+	for name, t := range m.Tenants {
+		out[name] = t.Parent
+	}
+	return out
+}
+
+// PreemptibleClasses lists which priority classes are preemptible tiers.
+func (m Model) PreemptibleClasses() map[string]bool {
+	out := make(map[string]bool, len(m.Priorities))
+	for name, t := range m.Priorities {
+		out[name] = t.Preemptible
+	}
+	return out
+}
+
+// modelFrom reads data.mandate.model out of a policy's data.
+func modelFrom(data map[string]any) (Model, error) {
+	var m Model
+	mandate, _ := data["mandate"].(map[string]any)
+	raw, ok := mandate["model"]
+	if !ok {
+		return m, fmt.Errorf("policy data has no mandate.model: the authority model is missing")
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return m, fmt.Errorf("unable to read mandate.model: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("mandate.model is malformed: %w", err)
+	}
+	for name, t := range m.Tenants {
+		if t.Parent != "" {
+			if _, ok := m.Tenants[t.Parent]; !ok {
+				return m, fmt.Errorf("mandate.model.tenants.%s.parent names unknown tenant %q", name, t.Parent)
+			}
+		}
+	}
+	if len(m.Topology.Levels) == 0 {
+		return m, fmt.Errorf("mandate.model.topology.levels is empty: the cluster's topology levels must be configured")
+	}
+	return m, nil
+}

@@ -1,0 +1,69 @@
+# METADATA
+# title: Preemption rules
+# description: |
+#   Which work may be preempted: preemptible tiers always, and work the quota
+#   rules turned preemptible because it goes beyond a guarantee. Tenants
+#   cannot exempt themselves with scheduler keys of their own; gangs are
+#   preempted whole; each tier may preempt only the tiers the model lists.
+package mandate.preemption
+
+import data.mandate.lib
+import data.mandate.model
+import data.mandate.quota
+
+preemptible if lib.tier.preemptible
+
+preemptible if {
+	quota.over_guarantee
+	model.quotaPolicy.overGuarantee == "preemptible"
+}
+
+# The tiers this workload's tier may preempt.
+may_preempt := object.get(model.preemption.mayPreempt, lib.effective_class, [])
+
+# Scheduler keys by which a workload could claim to be non-preemptible.
+_self_exempt contains "kai.scheduler/preemptibility=non-preemptible" if {
+	some obj in _carriers
+	obj.labels["kai.scheduler/preemptibility"] == "non-preemptible"
+}
+
+_self_exempt contains "volcano.sh/preemptable=false" if {
+	some obj in _carriers
+	obj.annotations["volcano.sh/preemptable"] == "false"
+}
+
+_carriers := [lib.workload] # the object's own labels and annotations
+
+deny contains v if {
+	preemptible
+	some key in _self_exempt
+	v := lib.violation("PREEMPTION_SELF_EXEMPT", "preemption", sprintf(
+		"the workload sets %s itself, but the authority model makes %s work of tenant %s preemptible; remove the key (only the model grants exemptions)",
+		[key, lib.effective_class, lib.tenant],
+	))
+}
+
+# Gangs are preempted whole: the scheduler sees one gang of this many pods.
+gang_min := lib.gang_size if model.preemption.gangsWhole
+
+gang_min := 0 if not model.preemption.gangsWhole
+
+explain := {
+	"dimension": "preemption",
+	"verdict": lib.verdict(deny, set()),
+	"limit": sprintf("%s may preempt: %s", [lib.effective_class, _may_preempt_text]),
+	"current": _state,
+} if {
+	lib.tenant_known
+	lib.tier
+}
+
+_may_preempt_text := concat(", ", may_preempt) if {
+	count(may_preempt) > 0
+} else := "nothing"
+
+_state := "preemptible (tier)" if {
+	lib.tier.preemptible
+} else := "preemptible (beyond guarantee)" if {
+	preemptible
+} else := "not preemptible"

@@ -1,0 +1,45 @@
+package mandate.preemption_test
+
+import data.mandate.preemption
+import data.mandate.testing
+
+test_preemptible_tier_is_preemptible if {
+	preemption.preemptible with input as testing.input_for("research", {"priorityClass": "train"})
+	not preemption.preemptible with input as testing.input_for("research", {"priorityClass": "build"})
+}
+
+test_work_beyond_guarantee_is_preemptible if {
+	inp := object.union(
+		testing.input_for("product", {"priorityClass": "build"}),
+		{"usage": {"product": {"nvidia.com/gpu": {"total": 128, "nonPreemptible": 128}}}},
+	)
+	preemption.preemptible with input as inp
+	preemption.explain.current == "preemptible (beyond guarantee)" with input as inp
+}
+
+test_tenant_cannot_exempt_itself if {
+	inp := testing.input_for("research", {"labels": {"kai.scheduler/preemptibility": "non-preemptible"}})
+	some v in preemption.deny with input as inp
+	v.code == "PREEMPTION_SELF_EXEMPT"
+	contains(v.message, "kai.scheduler/preemptibility=non-preemptible")
+	inp2 := testing.input_for("research", {"annotations": {"volcano.sh/preemptable": "false"}})
+	some v2 in preemption.deny with input as inp2
+	v2.code == "PREEMPTION_SELF_EXEMPT"
+}
+
+test_non_preemptible_work_may_say_so if {
+	inp := testing.input_for("research", {"priorityClass": "build", "labels": {"kai.scheduler/preemptibility": "non-preemptible"}})
+	count(preemption.deny) == 0 with input as inp
+}
+
+test_gangs_are_preempted_whole if {
+	preemption.gang_min == 4 with input as testing.input_for("research", testing.gang(4, 8))
+	preemption.gang_min == 2 with input as testing.input_for("research", object.union(testing.gang(4, 8), {"minPods": 2}))
+	preemption.gang_min == 0 with input as testing.input_for("research", testing.gang(4, 8))
+		with data.mandate.model.preemption.gangsWhole as false
+}
+
+test_who_may_preempt_whom if {
+	preemption.may_preempt == ["train", "build-preemptible"] with input as testing.input_for("product", {"class": "inference"})
+	preemption.may_preempt == [] with input as testing.input_for("research", {})
+}

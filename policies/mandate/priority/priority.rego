@@ -1,0 +1,51 @@
+# METADATA
+# title: Priority hierarchy
+# description: |
+#   Priority classes are tiers with values. Each tenant may use only the
+#   classes the authority model grants it; a workload that names none gets the
+#   default class for its workload class.
+package mandate.priority
+
+import data.mandate.lib
+import data.mandate.model
+
+deny contains v if {
+	lib.tenant_known
+	not lib.effective_class
+	v := lib.violation("PRIORITY_NO_DEFAULT", "priority", sprintf(
+		"workload class %q has no default priority class in the authority model; set spec.priorityClassName to one of: %s",
+		[lib.workload.class, lib.describe_classes(lib.allowed_classes)],
+	))
+}
+
+deny contains v if {
+	lib.tenant_known
+	c := lib.effective_class
+	not model.priorities[c]
+	v := lib.violation("PRIORITY_UNKNOWN", "priority", sprintf(
+		"priority class %q is not a tier of the authority model; tenant %s may use: %s",
+		[c, lib.tenant, lib.describe_classes(lib.allowed_classes)],
+	))
+}
+
+deny contains v if {
+	lib.tenant_known
+	c := lib.effective_class
+	model.priorities[c]
+	not c in lib.allowed_classes
+	v := lib.violation("PRIORITY_NOT_ALLOWED", "priority", sprintf(
+		"priority class %s (%d) is above tenant %s's tier; it may use: %s",
+		[c, lib.tier.value, lib.tenant, lib.describe_classes(lib.allowed_classes)],
+	))
+}
+
+explain := {
+	"dimension": "priority",
+	"verdict": lib.verdict(deny, set()),
+	"limit": sprintf("allowed: %s", [lib.describe_classes(lib.allowed_classes)]),
+	"current": sprintf("%s (%s)", [lib.effective_class, _source]),
+} if lib.tenant_known
+
+_source := "requested" if {
+	lib.workload.priorityClass != ""
+} else := sprintf("default for %s", [lib.workload.class])
