@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// LoadFile feeds the state from a snapshot file: what
+// `kubectl get nodes,pods,namespaces -A -o yaml` prints (a List, or
+// multi-document YAML or JSON). It streams, so a dump of a large cluster is
+// never held whole. Objects other than Nodes, Pods and Namespaces are skipped.
+func (s *State) LoadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("unable to read cluster snapshot: %w", err)
+	}
+	defer f.Close()
+	if err := s.Load(f); err != nil {
+		return fmt.Errorf("cluster snapshot %s: %w", path, err)
+	}
+	return nil
+}
+
+// Load feeds the state from a stream of YAML or JSON documents.
+func (s *State) Load(r io.Reader) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 64<<10)
+	for doc := 0; ; doc++ {
+		var raw map[string]any
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("document %d is not valid YAML or JSON: %w", doc, err)
+		}
+		if raw == nil {
+			continue
+		}
+		obj := &unstructured.Unstructured{Object: raw}
+		if err := s.addAll(obj); err != nil {
+			return fmt.Errorf("document %d: %w", doc, err)
+		}
+	}
+}
+
+func (s *State) addAll(obj *unstructured.Unstructured) error {
+	if !obj.IsList() {
+		return s.add(obj)
+	}
+	return obj.EachListItem(func(item runtime.Object) error {
+		u, ok := item.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("list item is %T", item)
+		}
+		return s.add(u)
+	})
+}
+
+func (s *State) add(obj *unstructured.Unstructured) error {
+	if obj.GetAPIVersion() != "v1" {
+		return nil
+	}
+	var err error
+	switch obj.GetKind() {
+	case "Node":
+		var n corev1.Node
+		if err = fromUnstructured(obj, &n); err == nil {
+			s.UpsertNode(&n)
+		}
+	case "Pod":
+		var p corev1.Pod
+		if err = fromUnstructured(obj, &p); err == nil {
+			s.UpsertPod(&p)
+		}
+	case "Namespace":
+		var ns corev1.Namespace
+		if err = fromUnstructured(obj, &ns); err == nil {
+			s.UpsertNamespace(&ns)
+		}
+	}
+	return err
+}
+
+func fromUnstructured(obj *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
+		return fmt.Errorf("malformed %s %q: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}

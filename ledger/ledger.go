@@ -1,0 +1,206 @@
+// Package ledger is Mandate's quota ledger: the GPUs each tenant uses right
+// now, per GPU resource, split into preemptible and non-preemptible work and
+// rolled up the tenant hierarchy so a parent's usage includes its children.
+// It is fed object by object (from a snapshot file or informers) and answers
+// for one tenant and its ancestors without walking every pod.
+package ledger
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mandate-dev/mandate/topology"
+)
+
+// LabelTenant on a Namespace names the tenant that owns it.
+const LabelTenant = "mandate.dev/tenant"
+
+// maxDepth bounds walks up the hierarchy, so a cycle in bad data cannot hang.
+const maxDepth = 16
+
+// Usage is the GPUs of one resource a tenant uses.
+type Usage struct {
+	Total          int `json:"total"`
+	NonPreemptible int `json:"nonPreemptible"`
+}
+
+// Config is the part of the authority model the ledger needs.
+type Config struct {
+	// Parents maps each tenant to its parent ("" for a root).
+	Parents map[string]string
+	// PreemptibleClasses says which priority classes are preemptible tiers.
+	PreemptibleClasses map[string]bool
+}
+
+type podEntry struct {
+	namespace string
+	gpus      map[string]int
+	// class is the pod's priority class; explicit is the preemptibility its
+	// scheduler keys state (+1 preemptible, -1 not, 0 unsaid).
+	class    string
+	explicit int8
+}
+
+// Ledger is safe for concurrent use.
+type Ledger struct {
+	mu       sync.RWMutex
+	cfg      Config
+	nsTenant map[string]string
+	pods     map[string]podEntry
+	// rolled[tenant][resource] includes every descendant.
+	rolled map[string]map[string]Usage
+}
+
+// New returns an empty ledger.
+func New(cfg Config) *Ledger {
+	return &Ledger{
+		cfg:      cfg,
+		nsTenant: map[string]string{},
+		pods:     map[string]podEntry{},
+		rolled:   map[string]map[string]Usage{},
+	}
+}
+
+// SetConfig replaces the hierarchy and tiers (a new authority model) and
+// recounts every pod under them.
+func (l *Ledger) SetConfig(cfg Config) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	l.rolled = map[string]map[string]Usage{}
+	for _, e := range l.pods {
+		l.apply(l.nsTenant[e.namespace], e, +1)
+	}
+}
+
+// UpsertNamespace records which tenant a namespace belongs to, moving the
+// usage of its pods when the label changed.
+func (l *Ledger) UpsertNamespace(ns *corev1.Namespace) {
+	l.setTenant(ns.Name, ns.Labels[LabelTenant])
+}
+
+// DeleteNamespace forgets a namespace; its pods stop counting for a tenant.
+func (l *Ledger) DeleteNamespace(name string) { l.setTenant(name, "") }
+
+func (l *Ledger) setTenant(ns, tenant string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.nsTenant[ns]
+	if old == tenant {
+		return
+	}
+	for _, e := range l.pods {
+		if e.namespace == ns {
+			l.apply(old, e, -1)
+			l.apply(tenant, e, +1)
+		}
+	}
+	if tenant == "" {
+		delete(l.nsTenant, ns)
+	} else {
+		l.nsTenant[ns] = tenant
+	}
+}
+
+// UpsertPod counts a pod's GPUs; terminal pods and pods without GPUs count
+// nothing. Pending pods count: they are admitted work waiting for capacity.
+func (l *Ledger) UpsertPod(pod *corev1.Pod) {
+	key := pod.Namespace + "/" + pod.Name
+	var next podEntry
+	counted := false
+	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		if gpus := topology.PodGPURequests(pod); len(gpus) > 0 {
+			next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod)}
+			counted = true
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.pods[key]; ok {
+		l.apply(l.nsTenant[old.namespace], old, -1)
+		delete(l.pods, key)
+	}
+	if counted {
+		l.pods[key] = next
+		l.apply(l.nsTenant[next.namespace], next, +1)
+	}
+}
+
+// DeletePod stops counting a pod.
+func (l *Ledger) DeletePod(namespace, name string) {
+	key := namespace + "/" + name
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.pods[key]; ok {
+		l.apply(l.nsTenant[old.namespace], old, -1)
+		delete(l.pods, key)
+	}
+}
+
+// apply adds (sign +1) or removes (-1) a pod's GPUs on the tenant and every
+// ancestor. Callers hold the lock.
+func (l *Ledger) apply(tenant string, e podEntry, sign int) {
+	preemptible := e.explicit > 0 || (e.explicit == 0 && l.cfg.PreemptibleClasses[e.class])
+	for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
+		byRes := l.rolled[t]
+		if byRes == nil {
+			byRes = map[string]Usage{}
+			l.rolled[t] = byRes
+		}
+		for res, n := range e.gpus {
+			u := byRes[res]
+			u.Total += sign * n
+			if !preemptible {
+				u.NonPreemptible += sign * n
+			}
+			byRes[res] = u
+		}
+	}
+}
+
+// Usage returns the rolled-up usage of the tenant and each of its ancestors:
+// what input.usage holds for a decision.
+func (l *Ledger) Usage(tenant string) map[string]map[string]Usage {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := map[string]map[string]Usage{}
+	for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
+		byRes := make(map[string]Usage, len(l.rolled[t]))
+		for res, u := range l.rolled[t] {
+			byRes[res] = u
+		}
+		out[t] = byRes
+	}
+	return out
+}
+
+// TenantOf returns the tenant of a namespace, "" when it has none.
+func (l *Ledger) TenantOf(namespace string) string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.nsTenant[namespace]
+}
+
+// Scheduler keys that state a pod's preemptibility; Mandate's adapters set
+// them from the decision, so they take precedence over the class's tier.
+const (
+	// LabelPreemptible is set by Mandate on every pod template it governs.
+	LabelPreemptible         = "mandate.dev/preemptible"
+	labelKAIPreemptibility   = "kai.scheduler/preemptibility"
+	annotationVolcanoPreempt = "volcano.sh/preemptable"
+)
+
+func explicitPreemptibility(pod *corev1.Pod) int8 {
+	switch {
+	case pod.Labels[LabelPreemptible] == "true":
+		return 1
+	case pod.Labels[LabelPreemptible] == "false":
+		return -1
+	case pod.Labels[labelKAIPreemptibility] == "preemptible", pod.Annotations[annotationVolcanoPreempt] == "true":
+		return 1
+	case pod.Labels[labelKAIPreemptibility] == "non-preemptible", pod.Annotations[annotationVolcanoPreempt] == "false":
+		return -1
+	}
+	return 0
+}
