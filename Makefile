@@ -1,0 +1,49 @@
+# Mandate — every target a newcomer needs. `make help` lists them.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+GO ?= go
+BIN := bin
+MANDATE := $(BIN)/mandate
+FUZZTIME ?= 10s
+BENCHTIME ?= 2s
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build the mandate binary into bin/.
+	$(GO) build -o $(MANDATE) ./cmd/mandate
+
+.PHONY: envtest-assets
+envtest-assets: ## Build the pinned kube-apiserver, etcd and helm into bin/k8s from the Go module proxy (minutes the first time, then cached).
+	hack/envtest-assets.sh
+
+.PHONY: test
+test: build envtest-assets ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
+	$(GO) test ./...
+	$(MANDATE) opa test policies/ -v --explain=fails | tail -n 3
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+.PHONY: demo
+demo: build ## Decide the example workloads against the example cluster and print a table.
+	$(MANDATE) demo --examples examples/
+
+.PHONY: lint
+lint: build ## gofmt, go vet, opa fmt and opa check --strict through mandate opa.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	$(GO) vet ./...
+	$(MANDATE) opa fmt --list --fail policies/
+	$(MANDATE) opa check --strict policies/
+
+.PHONY: fuzz
+fuzz: ## Fuzz the workload normaliser (FUZZTIME=10m for a long run).
+	$(GO) test ./webhook/workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
+
+.PHONY: bench
+bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.
+	$(GO) test ./evaluator/ -run '^$$' -bench '^BenchmarkReference$$' -benchtime 1x -timeout 30m
+
+.PHONY: clean
+clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
+	rm -f $(MANDATE)

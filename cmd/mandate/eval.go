@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/report"
+	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// Exit codes of `mandate eval`.
+const (
+	exitAdmitted = 0
+	exitDenied   = 1
+	exitBadInput = 2
+)
+
+type evalOptions struct {
+	manifest string
+	cluster  string
+	policies string
+	output   string
+	user     string
+	groups   []string
+}
+
+func newEvalCommand() *cobra.Command {
+	var o evalOptions
+	cmd := &cobra.Command{
+		Use:   "eval -f MANIFEST --cluster SNAPSHOT [--policies DIR] [-o table|json|yaml]",
+		Short: "Decide workloads offline, exactly as the webhook would",
+		Long: `Decide every workload in MANIFEST (a file, a directory of YAML files, or - for
+stdin) against a cluster snapshot: what ` + "`kubectl get nodes,pods,namespaces -A -o yaml`" + ` prints.
+Prints whether each is admitted, every violation with its dimension and message,
+warnings, the scheduler directives, the patch that would be applied, and a
+per-dimension explanation (verdict, limit, current value).
+
+Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			code, err := runEval(cmd.Context(), cmd.OutOrStdout(), o)
+			if err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
+			if code != exitAdmitted {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.manifest, "filename", "f", "", "workload manifest: a file, a directory of .yaml/.yml/.json files, or - for stdin")
+	f.StringVar(&o.cluster, "cluster", "", "cluster snapshot (kubectl get nodes,pods,namespaces -A -o yaml)")
+	f.StringVar(&o.policies, "policies", "", "policy directory (default: the embedded default authority model)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVar(&o.user, "user", "mandate-eval", "user name the decision is made for")
+	f.StringSliceVar(&o.groups, "groups", nil, "groups of that user")
+	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagRequired("cluster")
+	return cmd
+}
+
+func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
+	if o.output != "table" && o.output != "json" && o.output != "yaml" {
+		return 0, fmt.Errorf("--output %q: want table, json or yaml", o.output)
+	}
+	policy, err := loadPolicy(o.policies)
+	if err != nil {
+		return 0, err
+	}
+	ev, err := evaluator.New(ctx, policy, evaluator.Options{})
+	if err != nil {
+		return 0, err
+	}
+	state, err := cluster.New(ev.Model())
+	if err != nil {
+		return 0, err
+	}
+	if err := state.LoadFile(o.cluster); err != nil {
+		return 0, err
+	}
+	items, err := decideManifests(ctx, &webhook.Reviewer{Decider: ev, State: state}, o)
+	if err != nil {
+		return 0, err
+	}
+	if err := render(out, o.output, items); err != nil {
+		return 0, err
+	}
+	for _, it := range items {
+		if !it.Review.Decision.Allowed {
+			return exitDenied, nil
+		}
+	}
+	return exitAdmitted, nil
+}
+
+func loadPolicy(dir string) (*evaluator.Policy, error) {
+	if dir == "" {
+		return evaluator.LoadFS(policies.FS, "embedded")
+	}
+	return evaluator.LoadPaths([]string{dir}, "dev")
+}
+
+func decideManifests(ctx context.Context, r *webhook.Reviewer, o evalOptions) ([]report.Item, error) {
+	files, err := manifestFiles(o.manifest)
+	if err != nil {
+		return nil, err
+	}
+	req := evaluator.Request{Operation: "CREATE", User: o.user, Groups: o.groups}
+	var items []report.Item
+	for _, file := range files {
+		data, err := readManifest(file)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := workload.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		for _, obj := range objs {
+			rv, err := r.Review(ctx, obj, req)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			items = append(items, report.Item{Source: filepath.Base(file), Review: rv})
+		}
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("%s holds no workload", o.manifest)
+	}
+	return items, nil
+}
+
+// manifestFiles expands a directory to its YAML and JSON files, sorted.
+func manifestFiles(path string) ([]string, error) {
+	if path == "-" {
+		return []string{path}, nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read manifest: %w", err)
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read manifest directory: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+			files = append(files, filepath.Join(path, e.Name()))
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+func readManifest(file string) ([]byte, error) {
+	if file == "-" {
+		data, err := io.ReadAll(io.LimitReader(os.Stdin, workload.MaxDecodeBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("unable to read stdin: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read manifest: %w", err)
+	}
+	return data, nil
+}
+
+func render(out io.Writer, format string, items []report.Item) error {
+	switch format {
+	case "json":
+		return report.WriteJSON(out, items)
+	case "yaml":
+		return report.WriteYAML(out, items)
+	}
+	if err := report.WriteSummary(out, items); err != nil {
+		return err
+	}
+	return report.WriteDetails(out, items)
+}

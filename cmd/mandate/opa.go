@@ -1,0 +1,21 @@
+package main
+
+import (
+	opacmd "github.com/open-policy-agent/opa/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/mandate-dev/mandate/evaluator"
+)
+
+// newOPACommand is OPA's own CLI with Mandate's builtins registered, so that
+// `mandate opa test`, `check`, `fmt`, `eval` and `capabilities` know them.
+func newOPACommand() *cobra.Command {
+	evaluator.RegisterBuiltins()
+	cmd := &cobra.Command{
+		Use:   "opa",
+		Short: "OPA's CLI with Mandate's builtins (mandate.placement) registered",
+	}
+	cmd = opacmd.Command(cmd, "Mandate OPA")
+	cmd.DisableFlagParsing = false
+	return cmd
+}

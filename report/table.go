@@ -1,0 +1,154 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mandate-dev/mandate/evaluator"
+)
+
+// Outcome is "denied", "mutated" (admitted with a patch) or "admitted".
+func Outcome(it Item) string {
+	switch {
+	case !it.Review.Decision.Allowed:
+		return "DENIED"
+	case len(it.Review.Patch) > 0:
+		return "MUTATED"
+	default:
+		return "ADMITTED"
+	}
+}
+
+// WriteSummary writes one row per item: workload, tenant, decision, the
+// dimension that decided, the message, and what was injected.
+func WriteSummary(w io.Writer, items []Item) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tTENANT\tDECISION\tDIMENSION\tINJECTED\tWHY")
+	for _, it := range items {
+		dim, why := headline(it)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name(it), orNone(it.Review.Workload.Tenant), Outcome(it), dim, injected(it), why)
+	}
+	return tw.Flush()
+}
+
+// WriteDetails writes, per item, every violation and warning in full, the
+// per-dimension explanation and the patch.
+func WriteDetails(w io.Writer, items []Item) error {
+	for _, it := range items {
+		d := it.Review.Decision
+		fmt.Fprintf(w, "\n== %s (%s) — %s, tenant %s, revision %s\n", name(it), it.Source, Outcome(it), orNone(it.Review.Workload.Tenant), d.Revision)
+		for _, v := range d.Violations {
+			fmt.Fprintf(w, "   DENY  [%s] %s: %s\n", v.Dimension, v.Code, v.Message)
+		}
+		for _, m := range d.Warnings {
+			fmt.Fprintf(w, "   WARN  %s\n", m)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "   DIMENSION\tVERDICT\tLIMIT\tCURRENT")
+		for _, e := range d.Explanations {
+			fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\n", e.Dimension, e.Verdict, e.Limit, e.Current)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if d.Allowed {
+			fmt.Fprintf(w, "   directives: %s\n", directives(d.Directives))
+		}
+		for _, op := range it.Review.Patch {
+			fmt.Fprintf(w, "   patch: %s %s %s\n", op.Operation, op.Path, compact(op.Value))
+		}
+	}
+	return nil
+}
+
+func name(it Item) string {
+	wl := it.Review.Workload
+	return fmt.Sprintf("%s %s/%s", strings.ToLower(wl.Kind), wl.Namespace, wl.Name)
+}
+
+// headline is the first violation, else the first warning, else "-".
+func headline(it Item) (string, string) {
+	d := it.Review.Decision
+	if len(d.Violations) > 0 {
+		v := d.Violations[0]
+		extra := ""
+		if n := len(d.Violations) - 1; n > 0 {
+			extra = fmt.Sprintf(" (+%d more)", n)
+		}
+		return string(v.Dimension), v.Message + extra
+	}
+	for _, e := range d.Explanations {
+		if e.Verdict == "warn" && len(d.Warnings) > 0 {
+			return string(e.Dimension), d.Warnings[0]
+		}
+	}
+	return "-", "within every limit"
+}
+
+// injected is the directives in short: "volcano/research train preemptible
+// gang=8 block>clique".
+func injected(it Item) string {
+	d := it.Review.Decision.Directives
+	if !it.Review.Decision.Allowed {
+		return "-"
+	}
+	parts := []string{d.Scheduler + "/" + d.Queue, d.PriorityClass}
+	if d.Preemptible {
+		parts = append(parts, "preemptible")
+	}
+	if d.GangMin > 1 {
+		parts = append(parts, fmt.Sprintf("gang=%d", d.GangMin))
+	}
+	if d.RequiredLevel != "" {
+		topo := d.RequiredLevel
+		if d.PreferredLevel != "" && d.PreferredLevel != d.RequiredLevel {
+			topo += ">" + d.PreferredLevel
+		}
+		parts = append(parts, topo)
+	}
+	return strings.Join(parts, " ")
+}
+
+func directives(d evaluator.Directives) string {
+	parts := []string{"scheduler=" + d.Scheduler, "queue=" + d.Queue, "priority=" + d.PriorityClass, fmt.Sprintf("preemptible=%t", d.Preemptible)}
+	if d.GangMin > 1 {
+		parts = append(parts, fmt.Sprintf("gang=%d", d.GangMin))
+	}
+	if d.RequiredLevel != "" {
+		parts = append(parts, "topology="+d.RequiredLevel)
+	}
+	if d.PreferredLevel != "" && d.PreferredLevel != d.RequiredLevel {
+		parts = append(parts, "prefer="+d.PreferredLevel)
+	}
+	return strings.Join(parts, " ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func compact(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s=%v", k, x[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	default:
+		return fmt.Sprintf("%v", x)
+	}
+}

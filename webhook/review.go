@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	"gomodules.xyz/jsonpatch/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// Decider is what a Reviewer needs of the evaluator.
+type Decider interface {
+	Decide(ctx context.Context, in evaluator.Input) (evaluator.Decision, error)
+}
+
+var _ Decider = (*evaluator.Evaluator)(nil)
+
+// Reviewer decides objects against the cluster state.
+type Reviewer struct {
+	Decider Decider
+	State   *cluster.State
+}
+
+// Review is the outcome for one object.
+type Review struct {
+	Workload workload.Workload
+	Decision evaluator.Decision
+	// Patch turns the submitted object into the mutated one; empty when
+	// denied or when nothing needs to change.
+	Patch []jsonpatch.JsonPatchOperation
+	// Mutated is the object as it would be stored; nil when denied.
+	Mutated *unstructured.Unstructured
+}
+
+// Review normalises, decides and, when admitted, mutates a copy of obj. A
+// namespace-less object is taken to be in "default".
+func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Review, error) {
+	w, err := workload.Normalize(obj)
+	if err != nil {
+		return Review{}, err
+	}
+	if w.Namespace == "" {
+		w.Namespace = "default"
+	}
+	ns := r.State.Namespace(w.Namespace)
+	w.Tenant = ns.Labels[ledger.LabelTenant]
+	d, err := r.Decider.Decide(ctx, evaluator.Input{
+		Request:   req,
+		Namespace: ns,
+		Workload:  w,
+		Usage:     r.State.Usage(w.Tenant),
+		Object:    obj.Object,
+		Cluster:   r.State.Snapshot(),
+	})
+	if err != nil {
+		return Review{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	out := Review{Workload: w, Decision: d}
+	if !d.Allowed {
+		return out, nil
+	}
+	adapter, err := scheduler.For(d.Directives.Scheduler)
+	if err != nil {
+		return Review{}, fmt.Errorf("decision for %s %s/%s names scheduler %q: %w", w.Kind, w.Namespace, w.Name, d.Directives.Scheduler, err)
+	}
+	mutated := obj.DeepCopy()
+	if err := adapter.Apply(mutated, w, d.Directives); err != nil {
+		return Review{}, fmt.Errorf("unable to apply %s directives to %s %s/%s: %w", adapter.Name(), w.Kind, w.Namespace, w.Name, err)
+	}
+	if out.Patch, err = scheduler.Patch(obj, mutated); err != nil {
+		return Review{}, err
+	}
+	out.Mutated = mutated
+	return out, nil
+}
