@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Builds the pinned binaries that tests run against a real API server:
+#   kube-apiserver  from hack/tools/k8s   (k8s.io/kubernetes)
+#   etcd            from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
+#   helm            from hack/tools/helm  (helm.sh/helm/v3)
+# and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
+# module into crds/cert-manager/.
+#
+# Everything comes from the Go module proxy; the versions are pinned by the
+# go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
+# goes to bin/k8s/ (override with ENVTEST_ASSETS_DIR), which is what
+# test/envtest uses as KUBEBUILDER_ASSETS.
+#
+# Idempotent: each asset has a stamp file recording what it was built from, and
+# is rebuilt only when missing or when that changes. The first build of
+# kube-apiserver takes minutes; later runs are no-ops (and rebuilds after a
+# version bump reuse Go's build cache).
+#
+# Usage: hack/envtest-assets.sh [--force] [kube-apiserver|etcd|helm|cert-manager-crds ...]
+set -euo pipefail
+
+# Not a Go module dependency anywhere, so pinned here. `go mod download`
+# verifies the module against the checksum database.
+CERT_MANAGER_VERSION=v1.21.2
+
+# Bump to force every asset to rebuild after changing how they are built.
+ASSETS_FORMAT=1
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools_dir="$repo_root/hack/tools"
+out_dir=${ENVTEST_ASSETS_DIR:-$repo_root/bin/k8s}
+
+force=false
+assets=()
+for arg in "$@"; do
+	case "$arg" in
+	--force) force=true ;;
+	kube-apiserver | etcd | helm | cert-manager-crds) assets+=("$arg") ;;
+	-h | --help)
+		sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "envtest-assets: unknown argument: $arg" >&2
+		exit 2
+		;;
+	esac
+done
+if [ "${#assets[@]}" -eq 0 ]; then
+	assets=(kube-apiserver etcd helm cert-manager-crds)
+fi
+
+log() { echo "envtest-assets: $*" >&2; }
+die() {
+	log "ERROR: $*"
+	exit 1
+}
+on_exit() {
+	local rc=$?
+	if [ "$rc" -ne 0 ]; then
+		log "FAILED (exit status $rc)"
+	fi
+}
+trap on_exit EXIT
+
+command -v go >/dev/null 2>&1 || die "go is not on PATH"
+
+sha256() {
+	if command -v sha256sum >/dev/null 2>&1; then
+		cat "$@" | sha256sum | cut -d' ' -f1
+	else
+		cat "$@" | shasum -a 256 | cut -d' ' -f1
+	fi
+}
+
+# module_version <tools module dir> <module path>
+module_version() {
+	go -C "$1" list -m -f '{{.Version}}' "$2"
+}
+
+# up_to_date <name> <stamp content> <files...>: true when every file exists and
+# the stamp matches.
+up_to_date() {
+	local name=$1 want=$2
+	shift 2
+	"$force" && return 1
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] || return 1
+	done
+	[ -f "$out_dir/.$name.stamp" ] && [ "$(cat "$out_dir/.$name.stamp")" = "$want" ]
+}
+
+write_stamp() {
+	printf '%s\n' "$2" >"$out_dir/.$1.stamp"
+}
+
+# go_build <name> <tools module> <package> <ldflags>: builds into a temporary
+# file and renames it, so an interrupted build never leaves a broken binary.
+go_build() {
+	local name=$1 mod=$2 pkg=$3 ldflags=$4
+	local start=$SECONDS
+	log "building $name ($pkg) in ${mod#"$repo_root"/} ..."
+	CGO_ENABLED=0 go -C "$mod" build -trimpath -ldflags="-s -w $ldflags" \
+		-o "$out_dir/.$name.tmp" "$pkg"
+	mv -f "$out_dir/.$name.tmp" "$out_dir/$name"
+	log "built $out_dir/$name in $((SECONDS - start))s"
+}
+
+build_kube_apiserver() {
+	local mod="$tools_dir/k8s" version
+	version=$(module_version "$mod" k8s.io/kubernetes)
+	local stamp="kube-apiserver $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date kube-apiserver "$stamp" "$out_dir/kube-apiserver"; then
+		log "kube-apiserver $version is up to date"
+		return
+	fi
+	# The same version stamping as kubernetes' hack/lib/version.sh, so that
+	# /version and the client-go user agent report the real release.
+	local major minor ldflags="" pkg
+	major=${version#v}
+	major=${major%%.*}
+	minor=${version#v*.}
+	minor=${minor%%.*}
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+		ldflags+=" -X $pkg.gitTreeState=clean"
+	done
+	go_build kube-apiserver "$mod" k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
+	write_stamp kube-apiserver "$stamp"
+}
+
+build_etcd() {
+	local mod="$tools_dir/etcd" version
+	version=$(module_version "$mod" go.etcd.io/etcd/server/v3)
+	local stamp="etcd $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date etcd "$stamp" "$out_dir/etcd"; then
+		log "etcd $version is up to date"
+		return
+	fi
+	# The etcd server's main package is the module root; its version is a
+	# constant in go.etcd.io/etcd/api/v3/version.
+	go_build etcd "$mod" go.etcd.io/etcd/server/v3 ""
+	write_stamp etcd "$stamp"
+}
+
+build_helm() {
+	local mod="$tools_dir/helm" version k8s
+	version=$(module_version "$mod" helm.sh/helm/v3)
+	local stamp="helm $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date helm "$stamp" "$out_dir/helm"; then
+		log "helm $version is up to date"
+		return
+	fi
+	# As helm's own Makefile does: the version, and the default Kubernetes
+	# version (for `helm template`/`helm lint`) derived from client-go v0.X.
+	k8s=$(module_version "$mod" k8s.io/client-go)
+	k8s=${k8s#v0.}
+	k8s=${k8s%%.*}
+	local ldflags="-X helm.sh/helm/v3/internal/version.version=$version"
+	ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+	local pkg
+	for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+		ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s"
+	done
+	go_build helm "$mod" helm.sh/helm/v3/cmd/helm "$ldflags"
+	write_stamp helm "$stamp"
+}
+
+copy_cert_manager_crds() {
+	local dest="$out_dir/crds/cert-manager"
+	local stamp="cert-manager-crds $CERT_MANAGER_VERSION format=$ASSETS_FORMAT"
+	if up_to_date cert-manager-crds "$stamp" "$dest"; then
+		log "cert-manager CRDs $CERT_MANAGER_VERSION are up to date"
+		return
+	fi
+	log "copying cert-manager $CERT_MANAGER_VERSION CRDs from the module cache ..."
+	local tmp json dir
+	tmp=$(mktemp -d)
+	# Outside any module, so the download touches no go.mod.
+	if ! json=$(cd "$tmp" && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION"); then
+		rmdir "$tmp"
+		printf '%s\n' "$json" >&2
+		die "unable to download github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION"
+	fi
+	rmdir "$tmp"
+	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+	[ -n "$dir" ] && [ -d "$dir/deploy/crds" ] ||
+		die "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION has no deploy/crds"
+	rm -rf "$dest.tmp" "$dest"
+	mkdir -p "$dest.tmp"
+	cp "$dir"/deploy/crds/*.yaml "$dest.tmp/"
+	chmod -R u+w "$dest.tmp" # the module cache is read-only
+	mv "$dest.tmp" "$dest"
+	log "copied $(ls "$dest" | wc -l | tr -d ' ') CRDs to $dest"
+	write_stamp cert-manager-crds "$stamp"
+}
+
+mkdir -p "$out_dir"
+total_start=$SECONDS
+for asset in "${assets[@]}"; do
+	case "$asset" in
+	kube-apiserver) build_kube_apiserver ;;
+	etcd) build_etcd ;;
+	helm) build_helm ;;
+	cert-manager-crds) copy_cert_manager_crds ;;
+	esac
+done
+log "assets ready in $out_dir ($((SECONDS - total_start))s)"

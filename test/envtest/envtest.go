@@ -1,0 +1,341 @@
+// Package envtest starts a real kube-apiserver and etcd for Go tests, through
+// controller-runtime's envtest, with the upstream Volcano and KAI scheduler CRDs
+// installed so every object Mandate writes is checked against the real schemas.
+// The binaries are the pinned ones built by hack/envtest-assets.sh into bin/k8s
+// (or those in $KUBEBUILDER_ASSETS when set); a test fails, never skips, when
+// they are missing.
+package envtest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	modulePath = "github.com/mandate-dev/mandate"
+
+	// assetsDir is where hack/envtest-assets.sh puts the binaries, relative
+	// to the repository root.
+	assetsDir = "bin/k8s"
+
+	// upstreamCRDsDir holds the schedulers' upstream CRDs. It lives in a
+	// "shared" directory beside the repository (or above it).
+	upstreamCRDsDir = "shared/upstream/crds"
+
+	// UpstreamCRDsEnv overrides where the upstream scheduler CRDs are read from.
+	UpstreamCRDsEnv = "MANDATE_UPSTREAM_CRDS"
+
+	pyTorchJobCRD     = "test/envtest/testdata/crds/kubeflow.org_pytorchjobs.yaml"
+	certManagerCRDs   = assetsDir + "/crds/cert-manager"
+	assetsInstruction = "run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root"
+
+	defaultStartTimeout = time.Minute
+)
+
+// Env is a running API server. It is stopped by t.Cleanup.
+type Env struct {
+	// Config is an admin (system:masters) config for the API server.
+	Config *rest.Config
+	// Client is a controller-runtime client using the Env's scheme.
+	Client client.Client
+	// Scheme is the scheme Client was built with.
+	Scheme *runtime.Scheme
+	// Environment is the underlying controller-runtime environment. After
+	// Start, Environment.WebhookInstallOptions carries the serving host, port
+	// and certificate directory a webhook server must use.
+	Environment *crenvtest.Environment
+	// RepoRoot is the absolute path of the repository root.
+	RepoRoot string
+	// CRDs are the CustomResourceDefinitions installed at start.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+}
+
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	scheme        *runtime.Scheme
+	pyTorchJob    bool
+	certManager   bool
+	crdPaths      []string
+	webhooks      *crenvtest.WebhookInstallOptions
+	apiServerArgs [][2]string
+	startTimeout  time.Duration
+}
+
+// WithScheme sets the scheme of the client (and of envtest's conversion
+// webhook detection). The default holds client-go's built-in types and
+// apiextensions/v1.
+func WithScheme(s *runtime.Scheme) Option {
+	return func(o *options) { o.scheme = s }
+}
+
+// WithPyTorchJobCRD also installs Kubeflow's PyTorchJob CRD (kubeflow.org/v1).
+func WithPyTorchJobCRD() Option {
+	return func(o *options) { o.pyTorchJob = true }
+}
+
+// WithCertManagerCRDs also installs cert-manager's CRDs, copied into
+// bin/k8s/crds/cert-manager by hack/envtest-assets.sh.
+func WithCertManagerCRDs() Option {
+	return func(o *options) { o.certManager = true }
+}
+
+// WithCRDPaths also installs the CRDs in these files or directories
+// (non-recursive). A missing path fails the test.
+func WithCRDPaths(paths ...string) Option {
+	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
+}
+
+// WithWebhooks registers admission webhooks with the API server, served over
+// TLS by a server the test starts on Env.Environment.WebhookInstallOptions'
+// LocalServingHost, LocalServingPort and LocalServingCertDir.
+func WithWebhooks(w crenvtest.WebhookInstallOptions) Option {
+	return func(o *options) { o.webhooks = &w }
+}
+
+// WithAPIServerArg sets a kube-apiserver flag, e.g. ("feature-gates", "X=true").
+func WithAPIServerArg(name, value string) Option {
+	return func(o *options) { o.apiServerArgs = append(o.apiServerArgs, [2]string{name, value}) }
+}
+
+// WithStartTimeout bounds how long etcd and kube-apiserver may each take to
+// start (default one minute, or $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
+func WithStartTimeout(d time.Duration) Option {
+	return func(o *options) { o.startTimeout = d }
+}
+
+// Start runs kube-apiserver and etcd, installs the upstream scheduler CRDs (and
+// those the options ask for) and registers t.Cleanup to stop everything.
+func Start(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.scheme == nil {
+		o.scheme = defaultScheme(t)
+	}
+
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
+	assets := binaryAssets(t, root)
+	crdPaths := crdFiles(t, root, o)
+
+	env := &crenvtest.Environment{
+		Scheme:                o.scheme,
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crdPaths,
+		ErrorIfCRDPathMissing: true,
+		// This helper is about a throwaway API server: never install CRDs
+		// into whatever cluster USE_EXISTING_CLUSTER would point at.
+		UseExistingCluster:       ptr.To(false),
+		ControlPlaneStartTimeout: o.startTimeout,
+	}
+	if env.ControlPlaneStartTimeout == 0 && os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = defaultStartTimeout
+	}
+	if o.webhooks != nil {
+		env.WebhookInstallOptions = *o.webhooks
+	}
+	apiServer := env.ControlPlane.GetAPIServer()
+	for _, a := range o.apiServerArgs {
+		apiServer.Configure().Set(a[0], a[1])
+	}
+
+	cfg, err := env.Start()
+	if err != nil {
+		// Start may fail after the processes are up: stop whatever runs.
+		if stopErr := env.Stop(); stopErr != nil {
+			t.Logf("envtest: stopping after a failed start: %v", stopErr)
+		}
+		t.Fatalf("envtest: unable to start kube-apiserver and etcd from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("envtest: unable to stop the control plane: %v", err)
+		}
+	})
+	if len(env.CRDs) < len(crdPaths) {
+		t.Fatalf("envtest: only %d CRDs installed from %d files: %v", len(env.CRDs), len(crdPaths), crdPaths)
+	}
+
+	c, err := client.New(cfg, client.Options{Scheme: o.scheme})
+	if err != nil {
+		t.Fatalf("envtest: unable to create a client: %v", err)
+	}
+	return &Env{
+		Config:      cfg,
+		Client:      c,
+		Scheme:      o.scheme,
+		Environment: env,
+		RepoRoot:    root,
+		CRDs:        env.CRDs,
+	}
+}
+
+func defaultScheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatalf("envtest: unable to build the scheme: %v", err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatalf("envtest: unable to build the scheme: %v", err)
+	}
+	return s
+}
+
+// binaryAssets returns the directory holding kube-apiserver and etcd:
+// $KUBEBUILDER_ASSETS when set, else <repo>/bin/k8s.
+func binaryAssets(t testing.TB, root string) string {
+	t.Helper()
+	dir, fromEnv := os.LookupEnv("KUBEBUILDER_ASSETS")
+	if !fromEnv || dir == "" {
+		dir = filepath.Join(root, assetsDir)
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		switch {
+		case err != nil && fromEnv:
+			t.Fatalf("envtest: %s not found in KUBEBUILDER_ASSETS=%s (%v); point it at a directory holding "+
+				"kube-apiserver and etcd, or unset it to use %s and %s", name, dir, err, assetsDir, assetsInstruction)
+		case err != nil:
+			t.Fatalf("envtest: %s not found (%v); %s", name, err, assetsInstruction)
+		case info.IsDir() || info.Mode()&0o111 == 0:
+			t.Fatalf("envtest: %s is not an executable file; %s", path, assetsInstruction)
+		}
+	}
+	return dir
+}
+
+// crdFiles lists every CRD file to install.
+func crdFiles(t testing.TB, root string, o options) []string {
+	t.Helper()
+	upstream, err := upstreamCRDs(root)
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
+	var files []string
+	err = filepath.WalkDir(upstream, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isManifest(path) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("envtest: unable to list the upstream CRDs in %s: %v", upstream, err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("envtest: no CRD files (*.yaml, *.yml, *.json) under %s", upstream)
+	}
+
+	if o.pyTorchJob {
+		files = append(files, filepath.Join(root, pyTorchJobCRD))
+	}
+	if o.certManager {
+		dir := filepath.Join(root, certManagerCRDs)
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) == 0 {
+			t.Fatalf("envtest: cert-manager CRDs not found in %s (%v); %s", dir, err, assetsInstruction)
+		}
+		for _, e := range entries {
+			if !e.IsDir() && isManifest(e.Name()) {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, p := range o.crdPaths {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("envtest: CRD path: %v", err)
+		}
+	}
+	return append(files, o.crdPaths...)
+}
+
+func isManifest(name string) bool {
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// upstreamCRDs finds shared/upstream/crds in the repository root or one of
+// its parents, unless $MANDATE_UPSTREAM_CRDS names the directory.
+func upstreamCRDs(root string) (string, error) {
+	if dir := os.Getenv(UpstreamCRDsEnv); dir != "" {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return "", fmt.Errorf("%s=%s is not a directory", UpstreamCRDsEnv, dir)
+		}
+		return dir, nil
+	}
+	for dir := root; ; dir = filepath.Dir(dir) {
+		candidate := filepath.Join(dir, upstreamCRDsDir)
+		if info, err := os.Stat(candidate); err == nil && info.IsDir() {
+			return candidate, nil
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	return "", fmt.Errorf("upstream scheduler CRDs not found: no %s in %s or any parent directory "+
+		"(the Volcano and KAI CRDs live in the shared directory beside the repository); "+
+		"set %s to their directory", upstreamCRDsDir, root, UpstreamCRDsEnv)
+}
+
+// repoRoot walks up from the working directory to the go.mod of this module.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("unable to get the working directory: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		mod, err := modulePathOf(filepath.Join(dir, "go.mod"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if mod == modulePath {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no go.mod of module %s in %s or any parent directory", modulePath, wd)
+		}
+	}
+}
+
+func modulePathOf(goMod string) (string, error) {
+	f, err := os.Open(goMod)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`), nil
+		}
+	}
+	return "", s.Err()
+}
