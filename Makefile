@@ -26,8 +26,8 @@ test: build envtest-assets ## Run every test: Go unit, property, fuzz-seed and r
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: demo
-demo: build ## Decide the example workloads against the example cluster and print a table.
-	$(MANDATE) demo --examples examples/
+demo: build ## Decide the example workloads against the example cluster and print what was admitted, mutated or denied, and why.
+	$(MANDATE) eval -f examples/workloads --cluster examples/cluster.yaml || [ $$? -eq 1 ]
 
 .PHONY: lint
 lint: build ## gofmt, go vet, opa fmt and opa check --strict through mandate opa.

@@ -28,6 +28,7 @@ type reference struct {
 	state    *cluster.State
 	snapshot *topology.Snapshot
 	eval     *evaluator.Evaluator
+	policy   *evaluator.Policy
 	domains  map[string]any // level → domain key → [free, product] per node
 	input    evaluator.Input
 }
@@ -48,6 +49,7 @@ func loadReference(b *testing.B) *reference {
 		}
 		model := policy.Data["mandate"].(map[string]any)["model"].(map[string]any)
 		model["tenants"] = thousandTenants(len(namespaces))
+		ref.policy = policy
 		if ref.eval, err = evaluator.New(context.Background(), policy, evaluator.Options{}); err != nil {
 			b.Fatal(err)
 		}

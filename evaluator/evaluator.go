@@ -20,6 +20,9 @@ import (
 // DefaultQuery is the Decision entrypoint of the authority model.
 const DefaultQuery = "data.mandate.decision"
 
+// DefaultExplainQuery is the per-dimension explanation entrypoint.
+const DefaultExplainQuery = "data.mandate.explanations"
+
 // DefaultTimeout bounds one evaluation; admission must answer well within the
 // webhook's timeoutSeconds.
 const DefaultTimeout = 500 * time.Millisecond
@@ -31,6 +34,9 @@ var ErrTimeout = errors.New("policy evaluation exceeded its deadline")
 type Options struct {
 	// Query is the decision entrypoint; DefaultQuery when empty.
 	Query string
+	// ExplainQuery is the explanation entrypoint; DefaultExplainQuery when
+	// empty.
+	ExplainQuery string
 	// Timeout per evaluation; DefaultTimeout when zero.
 	Timeout time.Duration
 }
@@ -38,10 +44,13 @@ type Options struct {
 // Evaluator decides workloads against one compiled Policy. It is safe for
 // concurrent use.
 type Evaluator struct {
-	query    rego.PreparedEvalQuery
-	timeout  time.Duration
-	revision string
-	model    Model
+	query rego.PreparedEvalQuery
+	// explained evaluates the decision and its explanations together, so
+	// they share one evaluation's rule cache.
+	explained rego.PreparedEvalQuery
+	timeout   time.Duration
+	revision  string
+	model     Model
 }
 
 // New compiles the policy and prepares the decision query.
@@ -50,6 +59,9 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	if opts.Query == "" {
 		opts.Query = DefaultQuery
 	}
+	if opts.ExplainQuery == "" {
+		opts.ExplainQuery = DefaultExplainQuery
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -57,20 +69,32 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	regoOpts := []func(*rego.Rego){
-		rego.Query(opts.Query),
-		rego.Store(inmem.NewFromObjectWithOpts(p.Data, inmem.OptReturnASTValuesOnRead(true))),
-		rego.StrictBuiltinErrors(true),
+	store := inmem.NewFromObjectWithOpts(p.Data, inmem.OptReturnASTValuesOnRead(true))
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		regoOpts := []func(*rego.Rego){rego.Query(query), rego.Store(store), rego.StrictBuiltinErrors(true)}
+		for _, m := range p.Modules {
+			regoOpts = append(regoOpts, rego.ParsedModule(m))
+		}
+		pq, err := rego.New(regoOpts...).PrepareForEval(ctx)
+		if err != nil {
+			return pq, fmt.Errorf("unable to compile policies (revision %q): %w", p.Revision, err)
+		}
+		return pq, nil
 	}
-	for _, m := range p.Modules {
-		regoOpts = append(regoOpts, rego.ParsedModule(m))
+	e := &Evaluator{timeout: opts.Timeout, revision: p.Revision, model: model}
+	if e.query, err = prepare(opts.Query); err != nil {
+		return nil, err
 	}
-	pq, err := rego.New(regoOpts...).PrepareForEval(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("unable to compile policies (revision %q): %w", p.Revision, err)
+	if e.explained, err = prepare(fmt.Sprintf("%s = %s; %s = %s", decisionVar, opts.Query, explanationsVar, opts.ExplainQuery)); err != nil {
+		return nil, err
 	}
-	return &Evaluator{query: pq, timeout: opts.Timeout, revision: p.Revision, model: model}, nil
+	return e, nil
 }
+
+const (
+	decisionVar     = "decision"
+	explanationsVar = "explanations"
+)
 
 // Revision is the revision of the policy this evaluator decides with.
 func (e *Evaluator) Revision() string { return e.revision }
@@ -89,14 +113,22 @@ func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
 	if in.Cluster != nil {
 		ctx = ContextWithSnapshot(ctx, in.Cluster)
 	}
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(value))
+	query := e.query
+	if in.Explain {
+		query = e.explained
+	}
+	rs, err := query.Eval(ctx, rego.EvalParsedInput(value))
 	if err != nil {
 		return Decision{}, e.evalError(ctx, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return Decision{}, fmt.Errorf("policy revision %q produced no decision: %s is undefined for this input", e.revision, DefaultQuery)
+		return Decision{}, fmt.Errorf("policy revision %q produced no decision: the decision or explanation entrypoint is undefined for this input", e.revision)
 	}
-	d, err := decodeDecision(rs[0].Expressions[0].Value)
+	raw, explanations := rs[0].Expressions[0].Value, any(nil)
+	if in.Explain {
+		raw, explanations = rs[0].Bindings[decisionVar], rs[0].Bindings[explanationsVar]
+	}
+	d, err := decodeDecision(raw, explanations)
 	if err != nil {
 		return Decision{}, fmt.Errorf("policy revision %q returned a malformed decision: %w", e.revision, err)
 	}

@@ -212,3 +212,25 @@ func fixtureSnapshot(t *testing.T) *topology.Snapshot {
 	require.NoError(t, err)
 	return s
 }
+
+func TestExplanationsOnDemand(t *testing.T) {
+	ev := defaultEvaluator(t)
+	in := input("research-llm", 2, 8, nil)
+	in.Cluster = fixture(t)
+	d, err := ev.Decide(context.Background(), in)
+	require.NoError(t, err)
+	require.Nil(t, d.Explanations, "admissions do not pay for explanations")
+
+	in.Explain = true
+	explained, err := ev.Decide(context.Background(), in)
+	require.NoError(t, err)
+	var dims []evaluator.Dimension
+	for _, e := range explained.Explanations {
+		dims = append(dims, e.Dimension)
+		require.Contains(t, []string{"ok", "warn", "deny"}, e.Verdict)
+		require.NotEmpty(t, e.Limit)
+		require.NotEmpty(t, e.Current)
+	}
+	require.Equal(t, []evaluator.Dimension{"tenancy", "priority", "quota", "topology", "preemption"}, dims)
+	require.Equal(t, d.Directives, explained.Directives, "both queries decide the same")
+}

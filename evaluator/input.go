@@ -25,6 +25,10 @@ type Input struct {
 	// Cluster is the topology snapshot the placement builtin reads; nil
 	// leaves topology unchecked.
 	Cluster *topology.Snapshot `json:"-"`
+	// Explain asks for the per-dimension explanations too; they cost a
+	// third of an evaluation, so admissions ask only when a person will read
+	// them.
+	Explain bool `json:"-"`
 }
 
 // Request carries the AdmissionRequest essentials.

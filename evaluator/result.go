@@ -1,40 +1,56 @@
 package evaluator
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
-// decodeDecision reads the generic value of data.mandate.decision into a
-// Decision, field by field, so a policy that returns the wrong shape gets an
-// error naming the field.
-func decodeDecision(v any) (Decision, error) {
+// decodeDecision reads the generic values of the decision (and, when asked
+// for, the explanations) field by field, so that a policy returning the
+// wrong shape gets an error naming the field. No JSON round trip: this runs
+// on every admission.
+func decodeDecision(v, explanations any) (Decision, error) {
 	var d Decision
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return d, fmt.Errorf("decision is %T, want an object", v)
 	}
-	allowed, ok := obj["allowed"].(bool)
-	if !ok {
-		return d, fmt.Errorf("decision.allowed is %T, want a boolean", obj["allowed"])
+	r := reader{}
+	d.Allowed = r.boolean(obj, "decision.allowed", true)
+	for i, item := range r.list(obj, "violations") {
+		m := r.object(item, fmt.Sprintf("decision.violations[%d]", i))
+		d.Violations = append(d.Violations, Violation{
+			Code:      r.str(m, "code"),
+			Dimension: Dimension(r.str(m, "dimension")),
+			Message:   r.str(m, "message"),
+		})
 	}
-	d.Allowed = allowed
-	for _, field := range []struct {
-		name string
-		dst  any
-	}{
-		{"violations", &d.Violations},
-		{"warnings", &d.Warnings},
-		{"directives", &d.Directives},
-		{"explanations", &d.Explanations},
-	} {
-		raw, ok := obj[field.name]
+	for i, item := range r.list(obj, "warnings") {
+		s, ok := item.(string)
 		if !ok {
-			continue
+			r.fail("decision.warnings[%d] is %T, want a string", i, item)
 		}
-		if err := remarshal(raw, field.dst); err != nil {
-			return d, fmt.Errorf("decision.%s: %w", field.name, err)
+		d.Warnings = append(d.Warnings, s)
+	}
+	if raw, ok := obj["directives"]; ok {
+		d.Directives = r.directives(r.object(raw, "decision.directives"))
+	}
+	if explanations != nil {
+		list, ok := explanations.([]any)
+		if !ok {
+			r.fail("explanations is %T, want an array", explanations)
 		}
+		for i, item := range list {
+			m := r.object(item, fmt.Sprintf("explanations[%d]", i))
+			d.Explanations = append(d.Explanations, Explanation{
+				Dimension: Dimension(r.str(m, "dimension")),
+				Verdict:   r.str(m, "verdict"),
+				Limit:     r.str(m, "limit"),
+				Current:   r.str(m, "current"),
+			})
+		}
+	}
+	if r.err != nil {
+		return Decision{}, r.err
 	}
 	if !d.Allowed && len(d.Violations) == 0 {
 		return d, fmt.Errorf("decision denies without a violation: a person could not tell why")
@@ -42,10 +58,118 @@ func decodeDecision(v any) (Decision, error) {
 	return d, nil
 }
 
-func remarshal(src, dst any) error {
-	b, err := json.Marshal(src)
-	if err != nil {
-		return err
+// reader keeps the first shape error it meets; later reads return zero values.
+type reader struct{ err error }
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
 	}
-	return json.Unmarshal(b, dst)
+}
+
+func (r *reader) object(v any, field string) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.fail("%s is %T, want an object", field, v)
+	}
+	return m
+}
+
+func (r *reader) list(obj map[string]any, key string) []any {
+	raw, ok := obj[key]
+	if !ok || raw == nil {
+		return nil
+	}
+	l, ok := raw.([]any)
+	if !ok {
+		r.fail("decision.%s is %T, want an array", key, raw)
+	}
+	return l
+}
+
+func (r *reader) str(m map[string]any, key string) string {
+	raw, ok := m[key]
+	if !ok {
+		return ""
+	}
+	s, ok := raw.(string)
+	if !ok {
+		r.fail("%s is %T, want a string", key, raw)
+	}
+	return s
+}
+
+func (r *reader) boolean(m map[string]any, field string, required bool) bool {
+	key := field[len("decision."):]
+	raw, ok := m[key]
+	if !ok {
+		if required {
+			r.fail("%s is missing", field)
+		}
+		return false
+	}
+	b, ok := raw.(bool)
+	if !ok {
+		r.fail("%s is %T, want a boolean", field, raw)
+	}
+	return b
+}
+
+func (r *reader) integer(m map[string]any, key string) int {
+	raw, ok := m[key]
+	if !ok {
+		return 0
+	}
+	switch n := raw.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	case interface{ Int64() (int64, error) }: // json.Number
+		i, err := n.Int64()
+		if err != nil {
+			r.fail("directives.%s is %v, want a whole number", key, raw)
+		}
+		return int(i)
+	}
+	r.fail("directives.%s is %T, want a number", key, raw)
+	return 0
+}
+
+func (r *reader) strings(m map[string]any, key string) map[string]string {
+	raw, ok := m[key]
+	if !ok || raw == nil {
+		return nil
+	}
+	obj := r.object(raw, "directives."+key)
+	out := make(map[string]string, len(obj))
+	for k, v := range obj {
+		s, ok := v.(string)
+		if !ok {
+			r.fail("directives.%s[%q] is %T, want a string", key, k, v)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func (r *reader) directives(m map[string]any) Directives {
+	return Directives{
+		Scheduler:      r.str(m, "scheduler"),
+		Queue:          r.str(m, "queue"),
+		PriorityClass:  r.str(m, "priorityClass"),
+		Preemptible:    r.boolean(m, "decision.preemptible", false),
+		GangMin:        r.integer(m, "gangMin"),
+		RequiredLevel:  r.str(m, "requiredLevel"),
+		RequiredLabel:  r.str(m, "requiredLabel"),
+		RequiredTier:   r.integer(m, "requiredTier"),
+		PreferredLevel: r.str(m, "preferredLevel"),
+		PreferredLabel: r.str(m, "preferredLabel"),
+		PreferredTier:  r.integer(m, "preferredTier"),
+		TopologyName:   r.str(m, "topologyName"),
+		Labels:         r.strings(m, "labels"),
+		Annotations:    r.strings(m, "annotations"),
+	}
 }

@@ -25,6 +25,9 @@ var _ Decider = (*evaluator.Evaluator)(nil)
 type Reviewer struct {
 	Decider Decider
 	State   *cluster.State
+	// Explain adds per-dimension explanations to every decision (for
+	// people, e.g. mandate eval); admissions leave it off.
+	Explain bool
 }
 
 // Review is the outcome for one object.
@@ -57,6 +60,7 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 		Usage:     r.State.Usage(w.Tenant),
 		Object:    obj.Object,
 		Cluster:   r.State.Snapshot(),
+		Explain:   r.Explain,
 	})
 	if err != nil {
 		return Review{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)

@@ -90,7 +90,7 @@ func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
 	if err := state.LoadFile(o.cluster); err != nil {
 		return 0, err
 	}
-	items, err := decideManifests(ctx, &webhook.Reviewer{Decider: ev, State: state}, o)
+	items, err := decideManifests(ctx, &webhook.Reviewer{Decider: ev, State: state, Explain: true}, o)
 	if err != nil {
 		return 0, err
 	}

@@ -1,11 +1,11 @@
 # METADATA
 # title: Mandate decision
 # description: |
-#   The one entrypoint the Go side reads: whether the workload is allowed,
-#   every violation with its authority dimension and a message a person can
-#   act on, warnings, the scheduler directives and a per-dimension
-#   explanation (verdict, limit, current value).
-# entrypoint: true
+#   The entrypoints the Go side reads. decision, on every admission: whether
+#   the workload is allowed, every violation with its authority dimension and
+#   a message a person can act on, warnings and the scheduler directives.
+#   explanations, on demand (denials, mandate eval, decision logs): per
+#   dimension the verdict, the limit and the current value.
 package mandate
 
 import data.mandate.directives
@@ -19,27 +19,31 @@ _denies := (((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | pre
 
 _warns := quota.warn | topology.warn
 
-_explains contains tenancy.explain
+_explain["tenancy"] := tenancy.explain
 
-_explains contains priority.explain
+_explain["priority"] := priority.explain
 
-_explains contains quota.explain
+_explain["quota"] := quota.explain
 
-_explains contains topology.explain
+_explain["topology"] := topology.explain
 
-_explains contains preemption.explain
+_explain["preemption"] := preemption.explain
 
+# METADATA
+# entrypoint: true
 decision := {
 	"allowed": count(_denies) == 0,
 	"violations": [v | some v in sort(_denies)],
 	"warnings": sort([w.message | some w in _warns]),
 	"directives": _directives,
-	"explanations": [e |
-		some d in ["tenancy", "priority", "quota", "topology", "preemption"]
-		some e in _explains
-		e.dimension == d
-	],
 }
+
+# METADATA
+# entrypoint: true
+explanations := [_explain[d] |
+	some d in ["tenancy", "priority", "quota", "topology", "preemption"]
+	_explain[d]
+]
 
 _directives := directives.directives if {
 	directives.directives

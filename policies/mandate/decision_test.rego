@@ -9,7 +9,9 @@ test_clean_workload_is_allowed if {
 	d.allowed
 	d.violations == []
 	d.warnings == []
-	[e.dimension | some e in d.explanations] == ["tenancy", "priority", "quota", "topology", "preemption"]
+	explained := mandate.explanations with input as testing.input_for("research-llm", testing.gang(3, 8))
+		with data.mandate.cluster as testing.cluster
+	[e.dimension | some e in explained] == ["tenancy", "priority", "quota", "topology", "preemption"]
 }
 
 test_denied_workload_lists_every_violation if {

@@ -23,7 +23,9 @@ chain := [t |
 	t != ""
 ]
 
-_up(t) := object.get(model.tenants, [t, "parent"], "")
+_up(t) := p if {
+	p := model.tenants[t].parent
+} else := ""
 
 _a1 := _up(tenant)
 

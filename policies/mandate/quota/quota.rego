@@ -22,12 +22,17 @@ _limited := [t |
 	model.tenants[t].quota[_resource]
 ]
 
-_quota(t) := model.tenants[t].quota[_resource]
+_quota(t) := _quotas[t]
 
-_usage(t) := object.union(
-	{"total": 0, "nonPreemptible": 0},
-	object.get(input, ["usage", t, _resource], {}),
-)
+_usage(t) := _usages[t]
+
+# Quota and usage per limited tenant, computed once per decision.
+_quotas := {t: model.tenants[t].quota[_resource] | some t in _limited}
+
+_usages := {t: u |
+	some t in _limited
+	u := object.union({"total": 0, "nonPreemptible": 0}, object.get(input, ["usage", t, _resource], {}))
+}
 
 deny contains v if {
 	lib.tenant_known

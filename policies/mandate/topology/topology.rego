@@ -14,10 +14,9 @@ import data.mandate.model
 _levels := [l.name | some l in model.topology.levels]
 
 # index of a level, 0 for the widest.
-_index(name) := i if {
-	some i, l in _levels
-	l == name
-}
+_index(name) := _level_index[name]
+
+_level_index := {name: i | some i, name in _levels}
 
 # label and tier of a level; tiers count from the narrowest (0) upwards, the
 # way Volcano's highestTierAllowed counts network tiers.
