@@ -116,6 +116,8 @@ var owned = map[string][]string{
 	"common": {
 		`/metadata/labels/mandate\.dev~1decision`,
 		`/metadata/annotations/mandate\.dev~1revision`,
+		`/metadata/annotations/mandate\.dev~1directives`,
+		`{T}/metadata/labels/mandate\.dev~1(decision|preemptible)`,
 		`{T}/spec/priorityClassName`,
 		`{T}/spec/priority`,
 		`{T}/spec/preemptionPolicy`,

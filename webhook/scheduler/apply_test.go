@@ -150,7 +150,7 @@ func TestKAILabels(t *testing.T) {
 			name:            "non-preemptible, no gang, no topology",
 			d:               evaluator.Directives{Queue: "q", PriorityClass: "inference", GangMin: 1},
 			wantLabels:      map[string]string{"sweep": "17", LabelKAIQueue: "q", LabelKAIPriorityClass: "inference", LabelKAIPreemptibility: KAINonPreemptible},
-			wantAnnotations: nil,
+			wantAnnotations: map[string]string{},
 		},
 		{
 			name:       "preemptible gang with required placement only",
@@ -166,7 +166,10 @@ func TestKAILabels(t *testing.T) {
 			obj, w := object(t, "job.yaml")
 			out := apply(t, KAI, obj, w, tc.d)
 			assert.Equal(t, tc.wantLabels, out.GetLabels())
-			assert.Equal(t, tc.wantAnnotations, out.GetAnnotations())
+			annotations := out.GetAnnotations()
+			assert.Contains(t, annotations, AnnotationDirectives, "admitted objects record their directives")
+			delete(annotations, AnnotationDirectives)
+			assert.Equal(t, tc.wantAnnotations, annotations)
 			got, _, _ := unstructured.NestedString(out.Object, "spec", "template", "spec", "schedulerName")
 			assert.Equal(t, KAISchedulerName, got)
 		})

@@ -10,9 +10,11 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -94,16 +96,38 @@ func applyCommon(obj *unstructured.Unstructured, w workload.Workload, d evaluato
 	if err := validateName("priority class", d.PriorityClass); err != nil {
 		return nil, err
 	}
+	marks, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("unable to record directives: %w", err)
+	}
 	meta := ensureMap(obj.Object, "metadata")
 	setAll(meta, "labels", d.Labels)
 	setAll(meta, "annotations", d.Annotations)
-	if d.PriorityClass != "" {
-		for _, t := range templates {
+	setAll(meta, "annotations", map[string]string{AnnotationDirectives: string(marks)})
+	podLabels := map[string]string{LabelPreemptible: strconv.FormatBool(d.Preemptible)}
+	for k, v := range d.Labels {
+		podLabels[k] = v
+	}
+	for _, t := range templates {
+		setAll(ensureMap(t.root, "metadata"), "labels", podLabels)
+		if d.PriorityClass != "" {
 			t.setPriorityClass(d.PriorityClass)
 		}
 	}
 	return templates, nil
 }
+
+// Marks every admitted object carries.
+const (
+	// AnnotationDirectives records, as JSON, the directives the object was
+	// admitted with: the gang controller builds PodGroups from it, and the
+	// pods of an admitted workload are recognised by their owner carrying
+	// it. Deterministic for given directives, so mutation stays idempotent.
+	AnnotationDirectives = "mandate.dev/directives"
+	// LabelPreemptible on pod templates tells the quota ledger whether the
+	// pods are preemptible, whatever their priority class's tier.
+	LabelPreemptible = "mandate.dev/preemptible"
+)
 
 // validateMetadata rejects keys and values the API server would refuse, so
 // a bad directive fails here with a clear message instead of as a patch.
