@@ -7,6 +7,7 @@ package ledger
 
 import (
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -48,8 +49,11 @@ type Ledger struct {
 	cfg      Config
 	nsTenant map[string]string
 	pods     map[string]podEntry
-	// rolled[tenant][resource] includes every descendant.
-	rolled map[string]map[string]Usage
+	// rolled[tenant][resource] includes every descendant, and reservations.
+	rolled   map[string]map[string]Usage
+	reserved map[string]*reservation
+	trees    sync.Map // root tenant → *sync.Mutex, see LockTree
+	now      func() time.Time
 }
 
 // New returns an empty ledger.
@@ -59,6 +63,8 @@ func New(cfg Config) *Ledger {
 		nsTenant: map[string]string{},
 		pods:     map[string]podEntry{},
 		rolled:   map[string]map[string]Usage{},
+		reserved: map[string]*reservation{},
+		now:      time.Now,
 	}
 }
 
@@ -71,6 +77,9 @@ func (l *Ledger) SetConfig(cfg Config) {
 	l.rolled = map[string]map[string]Usage{}
 	for _, e := range l.pods {
 		l.apply(l.nsTenant[e.namespace], e, +1)
+	}
+	for _, r := range l.reserved {
+		l.applyReservation(r, +1)
 	}
 }
 
@@ -122,6 +131,7 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		delete(l.pods, key)
 	}
 	if counted {
+		l.consume(pod, next.gpus)
 		l.pods[key] = next
 		l.apply(l.nsTenant[next.namespace], next, +1)
 	}
@@ -162,8 +172,9 @@ func (l *Ledger) apply(tenant string, e podEntry, sign int) {
 // Usage returns the rolled-up usage of the tenant and each of its ancestors:
 // what input.usage holds for a decision.
 func (l *Ledger) Usage(tenant string) map[string]map[string]Usage {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
 	out := map[string]map[string]Usage{}
 	for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
 		byRes := make(map[string]Usage, len(l.rolled[t]))

@@ -53,6 +53,11 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 	}
 	ns := r.State.Namespace(w.Namespace)
 	w.Tenant = ns.Labels[ledger.LabelTenant]
+	// Reading usage, deciding and reserving happen under the tenant tree's
+	// lock, so concurrent admissions never both spend the same quota.
+	if w.Tenant != "" {
+		defer r.State.LockTenantTree(w.Tenant)()
+	}
 	d, err := r.Decider.Decide(ctx, evaluator.Input{
 		Request:   req,
 		Namespace: ns,
@@ -69,6 +74,7 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 	if !d.Allowed {
 		return out, nil
 	}
+	r.reserve(w, d, req.DryRun)
 	adapter, err := scheduler.For(d.Directives.Scheduler)
 	if err != nil {
 		return Review{}, fmt.Errorf("decision for %s %s/%s names scheduler %q: %w", w.Kind, w.Namespace, w.Name, d.Directives.Scheduler, err)
@@ -82,4 +88,15 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 	}
 	out.Mutated = mutated
 	return out, nil
+}
+
+// reserve counts an admitted workload's GPUs until the informers see its
+// pods. Dry runs reserve nothing; nor do objects still without a name
+// (generateName), which the informers count once they exist.
+func (r *Reviewer) reserve(w workload.Workload, d evaluator.Decision, dryRun bool) {
+	if dryRun || w.Name == "" || w.TotalGPUs == 0 || w.GPUResource == "" {
+		return
+	}
+	key := ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
+	r.State.Reserve(key, w.Tenant, map[string]int{w.GPUResource: w.TotalGPUs}, d.Directives.Preemptible)
 }

@@ -44,7 +44,9 @@ func newEvalCommand() *cobra.Command {
 stdin) against a cluster snapshot: what ` + "`kubectl get nodes,pods,namespaces -A -o yaml`" + ` prints.
 Prints whether each is admitted, every violation with its dimension and message,
 warnings, the scheduler directives, the patch that would be applied, and a
-per-dimension explanation (verdict, limit, current value).
+per-dimension explanation (verdict, limit, current value). Workloads are
+decided in order, each admitted one counting against its tenant's quota for
+the next, as consecutive creates would.
 
 Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad input.`,
 		Args: cobra.NoArgs,

@@ -1,0 +1,144 @@
+package ledger
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultReservationTTL bounds how long an admitted workload's GPUs count
+// before its pods are seen; past it, a workload whose create failed after
+// admission (another webhook denied it, the request timed out) stops counting.
+const DefaultReservationTTL = 5 * time.Minute
+
+// reservation is GPUs granted to an admitted workload whose pods the ledger
+// has not (all) seen yet, so that admissions in quick succession, ahead of
+// the informers, do not each see the same free quota.
+type reservation struct {
+	tenant      string
+	gpus        map[string]int
+	preemptible bool
+	expires     time.Time
+}
+
+// WorkloadKey names a workload for reservations: group/Kind/namespace/name.
+// A pod's controller owner reference yields the same key as its owner.
+func WorkloadKey(apiVersion, kind, namespace, name string) string {
+	group := apiVersion
+	for i := 0; i < len(apiVersion); i++ {
+		if apiVersion[i] == '/' {
+			group = apiVersion[:i]
+			break
+		}
+	}
+	if group == apiVersion && kind == "Pod" && apiVersion == "v1" {
+		group = ""
+	}
+	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// Reserve counts an admitted workload's GPUs for its tenant (and ancestors)
+// until its pods are seen or ttl passes. Reserving a key again replaces it.
+func (l *Ledger) Reserve(key, tenant string, gpus map[string]int, preemptible bool, ttl time.Duration) {
+	if len(gpus) == 0 || tenant == "" {
+		return
+	}
+	copied := make(map[string]int, len(gpus))
+	for r, n := range gpus {
+		copied[r] = n
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release(key)
+	r := &reservation{tenant: tenant, gpus: copied, preemptible: preemptible, expires: l.now().Add(ttl)}
+	l.reserved[key] = r
+	l.applyReservation(r, +1)
+}
+
+// release drops a reservation. Callers hold the lock.
+func (l *Ledger) release(key string) {
+	if r, ok := l.reserved[key]; ok {
+		l.applyReservation(r, -1)
+		delete(l.reserved, key)
+	}
+}
+
+// consume moves a seen pod's GPUs out of the reservation of the pod itself
+// or of its controller owner, so they count once. Callers hold the lock.
+func (l *Ledger) consume(pod *corev1.Pod, gpus map[string]int) {
+	l.release(WorkloadKey("v1", "Pod", pod.Namespace, pod.Name))
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil {
+		return
+	}
+	key := WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name)
+	r, ok := l.reserved[key]
+	if !ok {
+		return
+	}
+	l.applyReservation(r, -1)
+	for res, n := range gpus {
+		r.gpus[res] = max(r.gpus[res]-n, 0)
+	}
+	left := 0
+	for _, n := range r.gpus {
+		left += n
+	}
+	if left == 0 {
+		delete(l.reserved, key)
+		return
+	}
+	l.applyReservation(r, +1)
+}
+
+// expire drops reservations past their time. Callers hold the lock.
+func (l *Ledger) expire() {
+	now := l.now()
+	for key, r := range l.reserved {
+		if now.After(r.expires) {
+			l.release(key)
+		}
+	}
+}
+
+func (l *Ledger) applyReservation(r *reservation, sign int) {
+	l.apply(r.tenant, podEntry{gpus: r.gpus, explicit: explicitOf(r.preemptible)}, sign)
+}
+
+func explicitOf(preemptible bool) int8 {
+	if preemptible {
+		return 1
+	}
+	return -1
+}
+
+// Reservations counts the workloads still reserved.
+func (l *Ledger) Reservations() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	return len(l.reserved)
+}
+
+// LockTree serialises deciding and reserving for one tenant tree (the
+// tenant's root and everything below it): between reading usage and
+// reserving, no other admission of the same tree may read. It returns the
+// unlock function.
+func (l *Ledger) LockTree(tenant string) func() {
+	root := tenant
+	l.mu.RLock()
+	for depth := 0; depth < maxDepth; depth++ {
+		p := l.cfg.Parents[root]
+		if p == "" {
+			break
+		}
+		root = p
+	}
+	l.mu.RUnlock()
+	v, _ := l.trees.LoadOrStore(root, &sync.Mutex{})
+	m := v.(*sync.Mutex)
+	m.Lock()
+	return m.Unlock
+}

@@ -1,0 +1,82 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/webhook"
+)
+
+func exampleReviewer(t *testing.T) *webhook.Reviewer {
+	t.Helper()
+	p, err := evaluator.LoadFS(policies.FS, "test")
+	require.NoError(t, err)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	state, err := cluster.New(ev.Model())
+	require.NoError(t, err)
+	require.NoError(t, state.LoadFile("../examples/cluster.yaml"))
+	return &webhook.Reviewer{Decider: ev, State: state}
+}
+
+func buildPod(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name, "namespace": "product"},
+		"spec": map[string]any{
+			"priorityClassName": "build",
+			"containers": []any{map[string]any{
+				"name": "c", "image": "x",
+				"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}},
+			}},
+		},
+	}}
+}
+
+// TestConcurrentAdmissionsSpendQuotaOnce: product has 16 of its 128
+// guaranteed GPUs left in the example cluster. Of 200 one-GPU build pods
+// admitted concurrently, before any informer sees them, exactly 16 stay
+// non-preemptible and the rest are turned preemptible.
+func TestConcurrentAdmissionsSpendQuotaOnce(t *testing.T) {
+	r := exampleReviewer(t)
+	var nonPreemptible, preemptible atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rv, err := r.Review(context.Background(), buildPod(fmt.Sprintf("p-%d", i)), evaluator.Request{Operation: "CREATE"})
+			if !rv.Decision.Allowed || err != nil {
+				t.Errorf("pod %d: allowed=%v err=%v", i, rv.Decision.Allowed, err)
+				return
+			}
+			if rv.Decision.Directives.Preemptible {
+				preemptible.Add(1)
+			} else {
+				nonPreemptible.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 16, nonPreemptible.Load())
+	require.EqualValues(t, 184, preemptible.Load())
+	require.Equal(t, 200+112, r.State.Usage("product")["product"]["nvidia.com/gpu"].Total)
+}
+
+func TestDryRunReservesNothing(t *testing.T) {
+	r := exampleReviewer(t)
+	before := r.State.Usage("product")["product"]["nvidia.com/gpu"]
+	rv, err := r.Review(context.Background(), buildPod("dry"), evaluator.Request{Operation: "CREATE", DryRun: true})
+	require.NoError(t, err)
+	require.True(t, rv.Decision.Allowed)
+	require.Equal(t, before, r.State.Usage("product")["product"]["nvidia.com/gpu"])
+}
