@@ -22,12 +22,13 @@ envtest-assets: ## Build the pinned kube-apiserver, etcd and helm into bin/k8s f
 .PHONY: test
 test: build envtest-assets ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
 	$(GO) test ./...
+	$(GO) test -tags load -count=1 -v -run 'TestBurst|TestRestartDuringBurst' ./test/load/ 2>&1 | grep -E '^(burst|webhook|client|restart|--- |ok|FAIL|PASS)'
 	$(MANDATE) opa test policies/ -v --explain=fails | tail -n 3
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 .PHONY: demo
-demo: build ## Decide the example workloads against the example cluster and print what was admitted, mutated or denied, and why.
-	$(MANDATE) eval -f examples/workloads --cluster examples/cluster.yaml || [ $$? -eq 1 ]
+demo: build envtest-assets ## Run mandate serve as the webhook of a local kube-apiserver, load the example cluster, create the example workloads and print what was admitted, mutated or denied, and why.
+	$(GO) run ./hack/demo --mandate $(MANDATE) --examples examples
 
 .PHONY: lint
 lint: build ## gofmt, go vet, opa fmt and opa check --strict through mandate opa.

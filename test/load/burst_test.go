@@ -1,0 +1,160 @@
+//go:build load
+
+package load
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+)
+
+const podsPerTenant = 100
+
+// burst creates podsPerTenant one-GPU build pods in every tenant's namespace
+// with workers in parallel, interleaving tenants; during(i) runs before the
+// i-th create. It returns each create's latency and how many failed.
+func (h *harness) burst(prefix string, workers int, during func(i int)) ([]time.Duration, int) {
+	total := tenants * podsPerTenant
+	jobs := make(chan int)
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		failed    atomic.Int32
+		wg        sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%04d", prefix, i), "build")
+				start := time.Now()
+				err := h.create(context.Background(), pod, false)
+				d := time.Since(start)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				mu.Lock()
+				latencies = append(latencies, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range total {
+		if during != nil {
+			during(i)
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return latencies, int(failed.Load())
+}
+
+// podsOf lists the stored pods of one burst by tenant and preemptibility.
+func (h *harness) podsOf(t *testing.T, prefix string) (perTenant map[string][2]int, unmarked []string) {
+	perTenant = map[string][2]int{}
+	for i := range tenants {
+		ns := fmt.Sprintf("team-%d", i)
+		var pods corev1.PodList
+		require.NoError(t, h.env.Client.List(context.Background(), &pods, client.InNamespace(ns)))
+		for _, p := range pods.Items {
+			if len(p.Name) < len(prefix) || p.Name[:len(prefix)] != prefix {
+				continue
+			}
+			_, decided := p.Annotations[scheduler.AnnotationDirectives]
+			switch {
+			case !decided:
+				unmarked = append(unmarked, ns+"/"+p.Name)
+			case p.Labels[scheduler.LabelPreemptible] == "false":
+				c := perTenant[ns]
+				c[0]++
+				perTenant[ns] = c
+			default:
+				c := perTenant[ns]
+				c[1]++
+				perTenant[ns] = c
+			}
+		}
+	}
+	return perTenant, unmarked
+}
+
+// TestBurst: 1,000 pod creates across 10 tenants through the real API
+// server. Each tenant has 50 guaranteed GPUs for non-preemptible work, so
+// exactly 50 of its 100 one-GPU build pods must stay non-preemptible and 50
+// be turned preemptible: quota counted once per pod, however fast they come.
+func TestBurst(t *testing.T) {
+	h := start(t)
+	began := time.Now()
+	latencies, failed := h.burst("burst", 8, nil)
+	elapsed := time.Since(began)
+	require.Zero(t, failed, "no create may fail")
+	require.Len(t, latencies, tenants*podsPerTenant)
+
+	perTenant, unmarked := h.podsOf(t, "burst")
+	require.Empty(t, unmarked, "every stored pod was decided by Mandate")
+	for i := range tenants {
+		ns := fmt.Sprintf("team-%d", i)
+		require.Equal(t, [2]int{guaranteed, podsPerTenant - guaranteed}, perTenant[ns],
+			"%s: [non-preemptible, preemptible] pods", ns)
+	}
+	p50, p99, n, err := h.latencyPercentiles()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, tenants*podsPerTenant)
+	fmt.Printf("burst: %d pod creates across %d tenants in %s (%.0f/s), 8 clients\n",
+		len(latencies), tenants, elapsed.Round(time.Millisecond), float64(len(latencies))/elapsed.Seconds())
+	fmt.Printf("webhook latency histogram (/mutate, %d admissions): p50 %s, p99 %s\n", n, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+	fmt.Printf("client create latency (through the API server): p50 %s, p99 %s\n",
+		percentile(latencies, 0.5).Round(10*time.Microsecond), percentile(latencies, 0.99).Round(10*time.Microsecond))
+}
+
+// TestRestartDuringBurst: mandate serve is killed a third of the way into a
+// burst and restarted. With failurePolicy Fail, creates fail while it is
+// down, and every pod that was stored carries Mandate's decision: nothing
+// was admitted unevaluated. The server is ready again within seconds.
+func TestRestartDuringBurst(t *testing.T) {
+	h := start(t)
+	var downFailures atomic.Int32
+	var ready time.Duration
+	restarted := make(chan struct{})
+	latencies, failed := h.burst("restart", 4, func(i int) {
+		if i != tenants*podsPerTenant/3 {
+			return
+		}
+		h.kill()
+		go func() {
+			defer close(restarted)
+			// While it is down, creates must fail rather than slip through.
+			for j := range 5 {
+				if err := h.create(context.Background(), gpuPod("team-1", fmt.Sprintf("restart-down-%d", j), "build"), false); err != nil {
+					downFailures.Add(1)
+				}
+			}
+			h.startServe()
+			ready = h.waitReady(30 * time.Second)
+		}()
+		<-restarted
+	})
+	require.EqualValues(t, 5, downFailures.Load(), "every create while mandate serve was down failed")
+	perTenant, unmarked := h.podsOf(t, "restart")
+	require.Empty(t, unmarked, "no pod was admitted without a decision")
+	stored := 0
+	for _, c := range perTenant {
+		stored += c[0] + c[1]
+	}
+	require.Equal(t, len(latencies), stored, "every successful create is stored and decided")
+	require.Less(t, ready, 10*time.Second, "ready again within seconds")
+	fmt.Printf("restart: killed after %d creates; %d creates failed while down (failurePolicy Fail), %d failed around the kill; ready again %s after restart; %d stored, all decided\n",
+		tenants*podsPerTenant/3, downFailures.Load(), failed, ready.Round(10*time.Millisecond), stored)
+}

@@ -1,0 +1,332 @@
+//go:build load
+
+// Package load drives a real kube-apiserver with bursts of creates through
+// `mandate serve` running as its own process, so that it can be killed and
+// restarted mid-burst. It checks quota is counted exactly once per pod and
+// that with failurePolicy Fail nothing is admitted unevaluated, and prints
+// the webhook's latency percentiles.
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/webhook"
+)
+
+// Tenants of the load model: team-0 … team-9 under one org, each with 50
+// guaranteed GPUs.
+const (
+	tenants    = 10
+	guaranteed = 50
+)
+
+// harness is a real API server with `mandate serve` registered in front of it.
+type harness struct {
+	t          *testing.T
+	env        *envtest.Env
+	binary     string
+	args       []string
+	health     string
+	metrics    string
+	mu         sync.Mutex
+	serve      *exec.Cmd
+	serveLog   *bytes.Buffer
+	restartDur time.Duration
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
+		Service: &webhook.ServiceReference{Namespace: "mandate-system", Name: "mandate", Port: 443},
+	})
+	env := envtest.Start(t, envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
+	}))
+	h := &harness{t: t, env: env, binary: buildMandate(t, env.RepoRoot), health: freeAddr(t), metrics: freeAddr(t)}
+	hooks := env.Environment.WebhookInstallOptions
+	h.args = []string{"serve",
+		"--kubeconfig", adminKubeconfig(t, env),
+		"--cert-dir", hooks.LocalServingCertDir,
+		"--host", hooks.LocalServingHost,
+		"--port", strconv.Itoa(hooks.LocalServingPort),
+		"--health-addr", h.health,
+		"--metrics-addr", h.metrics,
+		"--policies", loadPolicies(t),
+	}
+	h.startServe()
+	t.Cleanup(h.stopServe)
+	h.waitReady(60 * time.Second)
+	h.seed()
+	return h
+}
+
+func (h *harness) startServe() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cmd := exec.Command(h.binary, h.args...)
+	h.serveLog = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, &lockedWriter{w: h.serveLog}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(h.t, cmd.Start())
+	h.serve = cmd
+}
+
+// kill stops mandate serve the hard way, as a crash would.
+func (h *harness) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.serve != nil && h.serve.Process != nil {
+		_ = syscall.Kill(-h.serve.Process.Pid, syscall.SIGKILL)
+		_ = h.serve.Wait()
+		h.serve = nil
+	}
+}
+
+func (h *harness) stopServe() { h.kill() }
+
+// waitReady polls /readyz until it answers 200.
+func (h *harness) waitReady(timeout time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) < timeout {
+		resp, err := http.Get("http://" + h.health + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.mu.Lock()
+	log := h.serveLog.String()
+	h.mu.Unlock()
+	h.t.Fatalf("mandate serve not ready after %s; its log:\n%s", timeout, tail(log, 3000))
+	return 0
+}
+
+// seed creates the priority classes, the tenants' namespaces and 20 GPU
+// nodes, then waits until the server places a pod (its informers caught up).
+func (h *harness) seed() {
+	ctx := context.Background()
+	c := h.env.Client
+	for _, pc := range []struct {
+		name  string
+		value int32
+	}{{"train", 50}, {"build-preemptible", 75}, {"build", 100}, {"inference", 125}} {
+		require.NoError(h.t, c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: pc.name}, Value: pc.value}))
+	}
+	for i := range tenants {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%d", i), Labels: map[string]string{"mandate.dev/tenant": fmt.Sprintf("team-%d", i)}}}
+		require.NoError(h.t, c.Create(ctx, ns))
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("gpu-%02d", i)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"topology.kubernetes.io/zone": "zone-a", "mandate.dev/spine-block": "s1",
+			"mandate.dev/leaf-block": fmt.Sprintf("b%d", i/8), "nvidia.com/gpu.clique": fmt.Sprintf("c%d", i/4),
+			"kubernetes.io/hostname": name, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+		}}}
+		require.NoError(h.t, c.Create(ctx, node))
+		node.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), "cpu": resource.MustParse("64")}
+		node.Status.Capacity = node.Status.Allocatable
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		require.NoError(h.t, c.Status().Update(ctx, node))
+		// The TaintNodesByCondition admission plugin marks new nodes
+		// not-ready; the node lifecycle controller, absent here, would lift it.
+		node.Spec.Taints = nil
+		require.NoError(h.t, c.Update(ctx, node))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := h.create(ctx, gpuPod("team-0", "probe", "train"), true)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("mandate serve never saw the nodes: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func gpuPod(namespace, name, class string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			PriorityClassName: class,
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example/x:1", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+			}}},
+		},
+	}
+}
+
+func (h *harness) create(ctx context.Context, pod *corev1.Pod, dryRun bool) error {
+	var opts []client.CreateOption
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return h.env.Client.Create(ctx, pod.DeepCopy(), opts...)
+}
+
+// buildMandate builds the binary under test once per package run.
+func buildMandate(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mandate")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/mandate")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/mandate: %s", out)
+	return bin
+}
+
+// loadPolicies writes the default Rego with a ten-tenant model beside it.
+func loadPolicies(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, policies.FS))
+	modelPath := filepath.Join(dir, "mandate", "model", "data.json")
+	raw, err := os.ReadFile(modelPath)
+	require.NoError(t, err)
+	var model map[string]any
+	require.NoError(t, json.Unmarshal(raw, &model))
+	quota := func(g, c int) map[string]any {
+		return map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": g, "ceiling": c}}
+	}
+	teams := map[string]any{"org": map[string]any{"parent": "", "quota": quota(10000, 10000),
+		"priorityClasses": []any{"train", "build-preemptible", "build"}, "scheduler": "kai"}}
+	for i := range tenants {
+		teams[fmt.Sprintf("team-%d", i)] = map[string]any{"parent": "org", "quota": quota(guaranteed, 1000)}
+	}
+	model["tenants"] = teams
+	out, err := json.Marshal(model)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(modelPath, out, 0o600))
+	return dir
+}
+
+func adminKubeconfig(t *testing.T, env *envtest.Env) string {
+	t.Helper()
+	user, err := env.Environment.AddUser(crenvtest.User{Name: "mandate", Groups: []string{"system:masters"}}, nil)
+	require.NoError(t, err)
+	kc, err := user.KubeConfig()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, kc, 0o600))
+	return path
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// latencyPercentiles reads controller-runtime's webhook latency histogram
+// for /mutate from /metrics and interpolates p50 and p99 within buckets.
+func (h *harness) latencyPercentiles() (p50, p99 time.Duration, count int, err error) {
+	resp, err := http.Get("http://" + h.metrics + "/metrics")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	type bucket struct {
+		le    float64
+		count float64
+	}
+	var buckets []bucket
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "controller_runtime_webhook_latency_seconds_bucket{") || !strings.Contains(line, `webhook="/mutate"`) {
+			continue
+		}
+		i := strings.Index(line, `le="`)
+		j := strings.Index(line[i+4:], `"`)
+		le, _ := strconv.ParseFloat(line[i+4:i+4+j], 64)
+		fields := strings.Fields(line)
+		n, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+		buckets = append(buckets, bucket{le, n})
+	}
+	if len(buckets) == 0 {
+		return 0, 0, 0, fmt.Errorf("no controller_runtime_webhook_latency_seconds for /mutate in /metrics")
+	}
+	sort.Slice(buckets, func(a, b int) bool { return buckets[a].le < buckets[b].le })
+	total := buckets[len(buckets)-1].count
+	quantile := func(q float64) time.Duration {
+		rank, prevLe, prevCount := q*total, 0.0, 0.0
+		for _, b := range buckets {
+			if b.count >= rank {
+				if b.count == prevCount || b.le > 1e9 {
+					return time.Duration(prevLe * float64(time.Second))
+				}
+				frac := (rank - prevCount) / (b.count - prevCount)
+				return time.Duration((prevLe + frac*(b.le-prevLe)) * float64(time.Second))
+			}
+			prevLe, prevCount = b.le, b.count
+		}
+		return time.Duration(prevLe * float64(time.Second))
+	}
+	return quantile(0.5), quantile(0.99), int(total), nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func percentile(d []time.Duration, q float64) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
