@@ -1,0 +1,255 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+)
+
+func TestWebhooks(t *testing.T) {
+	began := time.Now()
+	s := start(t)
+	t.Logf("API server up and Mandate ready in %v", time.Since(began).Round(time.Millisecond))
+	s.populate(t)
+	ctx := context.Background()
+	c := s.env.Client
+
+	t.Run("health endpoints", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if got := s.probe(path); got != http.StatusOK {
+				t.Errorf("GET %s = %d, want 200", path, got)
+			}
+		}
+	})
+
+	t.Run("denied create is Forbidden with the policy's message", func(t *testing.T) {
+		for _, tc := range []struct{ name, manifest string }{
+			{"quota: Job over its tenant's ceiling", platformTooBig},
+			{"priority: PyTorchJob above its tenant's tiers", visionUrgent},
+			{"topology: Volcano Job wider than any block", llmVolcanoTooWide},
+			{"tenancy: Pod in a namespace without tenant", scratchPod},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				want := s.decide(t, tc.manifest)
+				if want.Allowed || len(want.Violations) == 0 {
+					t.Fatalf("fixture is not denied in-process: %+v", want)
+				}
+				err := c.Create(ctx, object(t, tc.manifest))
+				if !apierrors.IsForbidden(err) {
+					t.Fatalf("Create() error = %v, want Forbidden", err)
+				}
+				for _, v := range want.Violations {
+					if !strings.Contains(err.Error(), v.Message) {
+						t.Errorf("error %q lacks the violation %q", err, v.Message)
+					}
+				}
+				if !strings.Contains(err.Error(), `admission webhook "`+webhook.MutatingWebhookName+`" denied the request`) {
+					t.Errorf("error %q does not name Mandate's webhook", err)
+				}
+			})
+		}
+	})
+
+	t.Run("admitted Job of a Volcano tenant is stored with Volcano directives", func(t *testing.T) {
+		job := s.create(t, visionSweep)
+		tmpl := "spec.template"
+		expect(t, job, tmpl+".spec.schedulerName", "volcano")
+		expect(t, job, tmpl+".metadata.annotations.scheduling\\.volcano\\.sh/queue-name", "research-vision")
+		expect(t, job, tmpl+".metadata.annotations.scheduling\\.k8s\\.io/group-name", "mandate-job-vit-sweep")
+		expect(t, job, tmpl+".spec.priorityClassName", "train")
+		if _, ok := job.GetAnnotations()[scheduler.AnnotationDirectives]; !ok {
+			t.Errorf("stored Job lacks %s", scheduler.AnnotationDirectives)
+		}
+
+		t.Run("its pods join its PodGroup without a new decision", func(t *testing.T) {
+			// 16 GPUs in one pod could never fit an 8-GPU node: decided on
+			// its own, this pod would be denied.
+			const lone = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: vit-sweep-0
+  namespace: vision
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: train, image: vit, resources: {limits: {nvidia.com/gpu: "16"}}}
+`
+			if d := s.decide(t, lone); d.Allowed {
+				t.Fatalf("fixture: the pod alone must be denied: %+v", d)
+			}
+			pod := object(t, lone)
+			pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.GetName(),
+				UID: job.GetUID(), Controller: ptr.To(true)}})
+			if err := c.Create(ctx, pod); err != nil {
+				t.Fatalf("Create() error = %v", err)
+			}
+			expect(t, pod, "spec.schedulerName", "volcano")
+			expect(t, pod, "metadata.annotations.scheduling\\.k8s\\.io/group-name", "mandate-job-vit-sweep")
+			expect(t, pod, "metadata.annotations.scheduling\\.volcano\\.sh/queue-name", "research-vision")
+		})
+	})
+
+	t.Run("admitted Job of a KAI tenant carries KAI keys", func(t *testing.T) {
+		job := s.create(t, productDistill)
+		expect(t, job, "metadata.labels.kai\\.scheduler/queue", "product")
+		expect(t, job, "metadata.annotations.kai\\.scheduler/batch-min-member", "2")
+		expect(t, job, "spec.template.spec.schedulerName", "kai-scheduler")
+	})
+
+	t.Run("every kind is decided and mutated", func(t *testing.T) {
+		pod := s.create(t, productPod)
+		expect(t, pod, "spec.schedulerName", "kai-scheduler")
+		expect(t, pod, "spec.priorityClassName", "inference")
+
+		pt := s.create(t, llmFinetune)
+		expect(t, pt, "spec.pytorchReplicaSpecs.Worker.template.spec.schedulerName", "volcano")
+		expect(t, pt, "spec.pytorchReplicaSpecs.Master.template.metadata.annotations.scheduling\\.volcano\\.sh/queue-name", "research-llm")
+
+		vj := s.create(t, llmVolcanoJob)
+		expect(t, vj, "spec.queue", "research-llm")
+		expect(t, vj, "spec.schedulerName", "volcano")
+	})
+
+	t.Run("server-side dry run is answered and leaves nothing behind", func(t *testing.T) {
+		obj := object(t, visionSweep)
+		obj.SetName("vit-sweep-dry")
+		if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
+			t.Fatalf("dry-run Create() error = %v", err)
+		}
+		expect(t, obj, "spec.template.spec.schedulerName", "volcano")
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); !apierrors.IsNotFound(err) {
+			t.Errorf("Get() after a dry run: error = %v, want NotFound", err)
+		}
+		if err := c.Create(ctx, object(t, platformTooBig), client.DryRunAll); !apierrors.IsForbidden(err) {
+			t.Errorf("dry run of a denied Job: error = %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("only admins change a namespace's tenant", func(t *testing.T) {
+		const ns = "team-x"
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{ledger.LabelTenant: "platform"}}}); err != nil {
+			t.Fatal(err)
+		}
+		s.grantNamespaceEditing(t, "alice")
+		relabel := func(groups []string, labels map[string]string) error {
+			cfg := rest.CopyConfig(s.env.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: append([]string{"system:authenticated"}, groups...)}
+			alice, err := client.New(cfg, client.Options{Scheme: s.env.Scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := &corev1.Namespace{}
+			if err := alice.Get(ctx, client.ObjectKey{Name: ns}, got); err != nil {
+				t.Fatal(err)
+			}
+			got.Labels = labels
+			return alice.Update(ctx, got)
+		}
+		err := relabel(nil, map[string]string{ledger.LabelTenant: "product"})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only members of system:masters or mandate-admins") {
+			t.Errorf("non-admin changes the tenant: error = %v, want Forbidden naming the admin groups", err)
+		}
+		if err := relabel(nil, map[string]string{}); !apierrors.IsForbidden(err) {
+			t.Errorf("non-admin removes the tenant: error = %v, want Forbidden", err)
+		}
+		if err := relabel(nil, map[string]string{ledger.LabelTenant: "platform", "team": "x"}); err != nil {
+			t.Errorf("non-admin edits another label: %v", err)
+		}
+		if err := relabel([]string{"mandate-admins"}, map[string]string{ledger.LabelTenant: "product"}); err != nil {
+			t.Errorf("mandate admin changes the tenant: %v", err)
+		}
+	})
+
+	t.Run("Service-mode configurations pass the API server's validation", func(t *testing.T) {
+		mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
+			Service:       &webhook.ServiceReference{Namespace: mandateNamespace, Name: "mandate-webhook", Port: 443},
+			CABundle:      []byte("not checked on create"),
+			Namespace:     mandateNamespace,
+			FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
+		})
+		mutating.Name, validating.Name = "mandate-service", "mandate-service"
+		if err := c.Create(ctx, mutating, client.DryRunAll); err != nil {
+			t.Errorf("mutating: %v", err)
+		}
+		if err := c.Create(ctx, validating, client.DryRunAll); err != nil {
+			t.Errorf("validating: %v", err)
+		}
+	})
+	t.Logf("suite took %v", time.Since(began).Round(time.Millisecond))
+}
+
+// decide returns what Mandate decides in-process for a manifest now.
+func (s *suite) decide(t *testing.T, manifest string) evaluator.Decision {
+	t.Helper()
+	r := webhook.Reviewer{Decider: s.srv.Evaluator, State: s.srv.State}
+	review, err := r.Review(context.Background(), object(t, manifest), evaluator.Request{Operation: "CREATE", User: "admin"})
+	if err != nil {
+		t.Fatalf("Review: %v", err)
+	}
+	return review.Decision
+}
+
+// create creates a manifest, which must be admitted, and returns it as stored.
+func (s *suite) create(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	obj := object(t, manifest)
+	if err := s.env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("Create(%s %s) error = %v", obj.GetKind(), obj.GetName(), err)
+	}
+	return obj
+}
+
+// grantNamespaceEditing lets user read and update namespaces (RBAC), so
+// only Mandate can stop them.
+func (s *suite) grantNamespaceEditing(t *testing.T, user string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-editor"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "namespace-editor-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := s.env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// expect asserts a string field of obj; path is dot-separated, with "\\."
+// for a dot inside a key.
+func expect(t *testing.T, obj *unstructured.Unstructured, path, want string) {
+	t.Helper()
+	fields := strings.Split(strings.ReplaceAll(path, "\\.", "\x00"), ".")
+	for i := range fields {
+		fields[i] = strings.ReplaceAll(fields[i], "\x00", ".")
+	}
+	got, found, err := unstructured.NestedFieldNoCopy(obj.Object, fields...)
+	if err != nil || !found {
+		t.Errorf("%s %s: %s not found (err %v)", obj.GetKind(), obj.GetName(), path, err)
+		return
+	}
+	if s, ok := got.(string); !ok || s != want {
+		t.Errorf("%s %s: %s = %v, want %q", obj.GetKind(), obj.GetName(), path, got, want)
+	}
+}

@@ -1,0 +1,407 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// Fixtures, after examples/workloads.
+const (
+	// The platform team's ceiling is 16 GPUs; 24 could never run.
+	platformTooBig = `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ci-gpu-matrix, namespace: platform}
+spec:
+  parallelism: 3
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: test
+        image: ci
+        resources: {limits: {nvidia.com/gpu: "8"}}
+`
+	// A small Volcano-scheduled sweep of research-vision.
+	visionSweep = `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: vit-sweep, namespace: vision, labels: {mandate.dev/class: training}}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: train
+        image: vit
+        resources: {limits: {nvidia.com/gpu: "4"}}
+`
+	// 64 GPUs must sit in one leaf block; the only one has a busy node, so
+	// it is admitted and waits, with a warning.
+	llmFinetune = `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: llama-finetune, namespace: llm}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: llama
+            resources: {limits: {nvidia.com/gpu: "8"}}
+    Worker:
+      replicas: 7
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: llama
+            resources: {limits: {nvidia.com/gpu: "8"}}
+`
+	// A pod of the vit-sweep Job, as the Job controller creates it.
+	sweepPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  generateName: vit-sweep-
+  namespace: vision
+  labels: {mandate.dev/class: training}
+  ownerReferences:
+  - {apiVersion: batch/v1, kind: Job, name: vit-sweep, uid: 7c1d3e4f-0000-4000-8000-00000000000a, controller: true}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: train
+    image: vit
+    resources: {limits: {nvidia.com/gpu: "4"}}
+`
+)
+
+// applyPatch applies a response's patch to the request's object.
+func applyPatch(t *testing.T, req admission.Request, resp admission.Response) *unstructured.Unstructured {
+	t.Helper()
+	ops, err := json.Marshal(resp.Patches)
+	require.NoError(t, err)
+	p, err := jsonpatch.DecodePatch(ops)
+	require.NoError(t, err)
+	out, err := p.Apply(req.Object.Raw)
+	require.NoError(t, err)
+	obj := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal(out, &obj.Object))
+	return obj
+}
+
+func nestedString(t *testing.T, obj *unstructured.Unstructured, fields ...string) string {
+	t.Helper()
+	v, _, err := unstructured.NestedString(obj.Object, fields...)
+	require.NoError(t, err)
+	return v
+}
+
+func TestMutatorDenies(t *testing.T) {
+	r, _ := newTestReviewer(t)
+	m := &Mutator{Reviewer: r}
+	req := admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice", "platform-devs")
+
+	resp := m.Handle(context.Background(), req)
+
+	require.False(t, resp.Allowed)
+	require.NotNil(t, resp.Result)
+	assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
+	assert.Contains(t, resp.Result.Message, "ceiling")
+	assert.Contains(t, resp.Result.Message, "16")
+	assert.Contains(t, string(resp.Result.Reason), "quota")
+	require.NotNil(t, resp.Result.Details)
+	assert.NotEmpty(t, resp.Result.Details.Causes)
+	assert.Empty(t, resp.Patches)
+	// The client sees a Forbidden error.
+	assert.True(t, apierrors.IsForbidden(&apierrors.StatusError{ErrStatus: *resp.Result}))
+}
+
+func TestMutatorPatches(t *testing.T) {
+	r, rec := newTestReviewer(t)
+	m := &Mutator{Reviewer: r}
+	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob", "vision-devs")
+
+	resp := m.Handle(context.Background(), req)
+
+	require.True(t, resp.Allowed, "result: %+v", resp.Result)
+	require.NotEmpty(t, resp.Patches)
+	got := applyPatch(t, req, resp)
+	assert.Equal(t, "volcano", nestedString(t, got, "spec", "template", "spec", "schedulerName"))
+	assert.Equal(t, "research-vision", got.GetAnnotations()["scheduling.volcano.sh/queue-name"]+
+		nestedString(t, got, "spec", "template", "metadata", "annotations", "scheduling.volcano.sh/queue-name"))
+	assert.Contains(t, got.GetAnnotations(), scheduler.AnnotationDirectives)
+	assert.NotEmpty(t, resp.AuditAnnotations[AuditDecisionID])
+	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
+	// The evaluator saw the request's essentials.
+	assert.Equal(t, evaluator.Request{Operation: "CREATE", User: "bob", Groups: []string{"vision-devs"}}, rec.last.Request)
+}
+
+func TestMutatorWarns(t *testing.T) {
+	r, _ := newTestReviewer(t)
+	m := &Mutator{Reviewer: r}
+	req := admissionRequest(t, admissionv1.Create, llmFinetune, "", "carol")
+	obj, err := decodeObject(req.Object.Raw, req.Namespace)
+	require.NoError(t, err)
+	want, err := r.Review(context.Background(), obj, requestOf(req))
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Decision.Warnings, "the fixture must wait for capacity")
+
+	resp := m.Handle(context.Background(), req)
+
+	require.True(t, resp.Allowed, "result: %+v", resp.Result)
+	assert.Equal(t, want.Decision.Warnings, resp.Warnings)
+	got := applyPatch(t, req, resp)
+	assert.Equal(t, "volcano", nestedString(t, got, "spec", "pytorchReplicaSpecs", "Worker", "template", "spec", "schedulerName"))
+}
+
+func TestMutatorDryRun(t *testing.T) {
+	r, rec := newTestReviewer(t)
+	m := &Mutator{Reviewer: r}
+	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob")
+	req.DryRun = ptr.To(true)
+
+	resp := m.Handle(context.Background(), req)
+
+	require.True(t, resp.Allowed)
+	assert.NotEmpty(t, resp.Patches, "a dry run is answered exactly like the real create")
+	assert.True(t, rec.last.Request.DryRun)
+}
+
+// fakeOwners serves owners from a map, or fails with err.
+type fakeOwners struct {
+	objs map[string]*unstructured.Unstructured
+	err  error
+}
+
+func (f *fakeOwners) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if f.err != nil {
+		return f.err
+	}
+	u := obj.(*unstructured.Unstructured)
+	o, ok := f.objs[u.GetKind()+"/"+key.String()]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: u.GetKind()}, key.Name)
+	}
+	o.DeepCopyInto(u)
+	return nil
+}
+
+// admittedOwner returns the vit-sweep Job as the mutating webhook stored it.
+func admittedOwner(t *testing.T, m *Mutator) *unstructured.Unstructured {
+	t.Helper()
+	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob")
+	resp := m.Handle(context.Background(), req)
+	require.True(t, resp.Allowed)
+	job := applyPatch(t, req, resp)
+	job.SetUID("7c1d3e4f-0000-4000-8000-00000000000a")
+	return job
+}
+
+func TestMutatorGangPod(t *testing.T) {
+	r, rec := newTestReviewer(t)
+	m := &Mutator{Reviewer: r}
+	job := admittedOwner(t, m)
+	var d evaluator.Directives
+	require.NoError(t, json.Unmarshal([]byte(job.GetAnnotations()[scheduler.AnnotationDirectives]), &d))
+
+	for _, tc := range []struct {
+		name        string
+		owners      *fakeOwners
+		wantDecided bool
+		wantCode    int32
+	}{
+		{name: "owner admitted: directives applied, not decided again",
+			owners: &fakeOwners{objs: map[string]*unstructured.Unstructured{"Job/vision/vit-sweep": job}}},
+		{name: "owner unknown: decided",
+			owners: &fakeOwners{objs: map[string]*unstructured.Unstructured{}}, wantDecided: true},
+		{name: "owner replaced (other UID): decided", wantDecided: true,
+			owners: &fakeOwners{objs: map[string]*unstructured.Unstructured{"Job/vision/vit-sweep": func() *unstructured.Unstructured {
+				o := job.DeepCopy()
+				o.SetUID("other")
+				return o
+			}()}}},
+		{name: "owner unreadable: error, never a denial",
+			owners: &fakeOwners{err: errors.New("connection refused")}, wantCode: http.StatusInternalServerError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Mutator{Reviewer: r, Owners: tc.owners}
+			before := rec.calls.Load()
+			req := admissionRequest(t, admissionv1.Create, sweepPod, "", "system:serviceaccount:kube-system:job-controller")
+
+			resp := m.Handle(context.Background(), req)
+
+			assert.Equal(t, tc.wantDecided, rec.calls.Load() > before, "decided again")
+			if tc.wantCode != 0 {
+				require.False(t, resp.Allowed)
+				assert.Equal(t, tc.wantCode, resp.Result.Code)
+				return
+			}
+			require.True(t, resp.Allowed, "result: %+v", resp.Result)
+			pod := applyPatch(t, req, resp)
+			assert.Equal(t, "volcano", nestedString(t, pod, "spec", "schedulerName"))
+			assert.Equal(t, d.Queue, pod.GetAnnotations()["scheduling.volcano.sh/queue-name"])
+			if !tc.wantDecided {
+				assert.Equal(t, scheduler.PodGroupName(mustNormalize(t, job)), pod.GetAnnotations()["scheduling.k8s.io/group-name"],
+					"the pod joins its owner's PodGroup")
+			}
+		})
+	}
+}
+
+func TestMutatorInputErrors(t *testing.T) {
+	r, rec := newTestReviewer(t)
+	m := &Mutator{Reviewer: r}
+	for _, tc := range []struct {
+		name        string
+		edit        func(*admission.Request)
+		wantAllowed bool
+		wantCode    int32
+		wantMessage string
+	}{
+		{name: "not JSON", edit: func(r *admission.Request) { r.Object.Raw = []byte("{not json") },
+			wantCode: http.StatusBadRequest, wantMessage: "invalid workload"},
+		{name: "no object", edit: func(r *admission.Request) { r.Object.Raw = nil },
+			wantCode: http.StatusBadRequest, wantMessage: "no object"},
+		{name: "kind and object disagree", edit: func(r *admission.Request) { r.Kind.Kind = "Pod"; r.Kind.Group = "" },
+			wantCode: http.StatusBadRequest, wantMessage: "request is for a /v1, Kind=Pod"},
+		{name: "absurd quantity", edit: func(r *admission.Request) {
+			r.Object.Raw = []byte(strings.Replace(string(r.Object.Raw), `"8"`, `"-8"`, 1))
+		}, wantCode: http.StatusBadRequest, wantMessage: "cannot read this workload"},
+		{name: "not governed", edit: func(r *admission.Request) { r.Kind.Group, r.Kind.Kind = "apps", "Deployment" },
+			wantAllowed: true, wantMessage: "not governed"},
+		{name: "update", edit: func(r *admission.Request) { r.Operation = admissionv1.Update },
+			wantAllowed: true, wantMessage: "only creates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice")
+			tc.edit(&req)
+			before := rec.calls.Load()
+
+			resp := m.Handle(context.Background(), req)
+
+			assert.Equal(t, tc.wantAllowed, resp.Allowed)
+			require.NotNil(t, resp.Result)
+			if !tc.wantAllowed {
+				assert.Equal(t, tc.wantCode, resp.Result.Code)
+				assert.Equal(t, before, rec.calls.Load(), "bad input is never decided")
+			}
+			assert.Contains(t, resp.Result.Message, tc.wantMessage)
+		})
+	}
+}
+
+func TestMutatorExemptNamespace(t *testing.T) {
+	r, rec := newTestReviewer(t)
+	m := &Mutator{Reviewer: r, ExemptNamespaces: []string{"platform"}}
+	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice"))
+	assert.True(t, resp.Allowed)
+	assert.Zero(t, rec.calls.Load())
+}
+
+func TestValidatorWorkloads(t *testing.T) {
+	r, rec := newTestReviewer(t)
+	v := &Validator{Reviewer: r}
+	marked, err := yaml.YAMLToJSON([]byte(platformTooBig))
+	require.NoError(t, err)
+	obj := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal(marked, &obj.Object))
+	obj.SetAnnotations(map[string]string{scheduler.AnnotationDirectives: `{"scheduler":"kai"}`})
+	markedYAML, err := yaml.Marshal(obj.Object)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name        string
+		obj         string
+		wantAllowed bool
+		wantDecided bool
+	}{
+		{name: "unmarked and forbidden: decided and denied", obj: platformTooBig, wantDecided: true},
+		{name: "unmarked and allowed: decided and admitted", obj: visionSweep, wantAllowed: true, wantDecided: true},
+		{name: "marked by the mutating webhook: admitted", obj: string(markedYAML), wantAllowed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := rec.calls.Load()
+			resp := v.Handle(context.Background(), admissionRequest(t, admissionv1.Create, tc.obj, "", "alice"))
+			assert.Equal(t, tc.wantAllowed, resp.Allowed, "result: %+v", resp.Result)
+			assert.Equal(t, tc.wantDecided, rec.calls.Load() > before)
+			if !tc.wantAllowed {
+				assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
+				assert.Contains(t, resp.Result.Message, "ceiling")
+			}
+		})
+	}
+}
+
+func TestValidatorNamespaces(t *testing.T) {
+	r, _ := newTestReviewer(t)
+	v := &Validator{Reviewer: r, Tenancy: &Tenancy{}}
+	ns := func(labels string) string {
+		return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n  labels: {" + labels + "}\n"
+	}
+	for _, tc := range []struct {
+		name        string
+		op          admissionv1.Operation
+		obj, old    string
+		groups      []string
+		wantAllowed bool
+		wantMessage string
+	}{
+		{name: "non-admin sets the tenant on create", op: admissionv1.Create, obj: ns("mandate.dev/tenant: product"),
+			groups: []string{"system:authenticated"}, wantMessage: `may not set the mandate.dev/tenant label of namespace "team-a": only members of system:masters or mandate-admins`},
+		{name: "non-admin changes the tenant", op: admissionv1.Update, obj: ns("mandate.dev/tenant: product"), old: ns("mandate.dev/tenant: platform"),
+			groups: []string{"system:authenticated"}, wantMessage: "may not change"},
+		{name: "non-admin removes the tenant", op: admissionv1.Update, obj: ns("team: a"), old: ns("mandate.dev/tenant: platform"),
+			groups: []string{"system:authenticated"}, wantMessage: "may not remove"},
+		{name: "non-admin edits other labels", op: admissionv1.Update, obj: ns("mandate.dev/tenant: platform, team: b"), old: ns("mandate.dev/tenant: platform"),
+			groups: []string{"system:authenticated"}, wantAllowed: true},
+		{name: "non-admin creates an untenanted namespace", op: admissionv1.Create, obj: ns("team: a"),
+			groups: []string{"system:authenticated"}, wantAllowed: true},
+		{name: "mandate admin changes the tenant", op: admissionv1.Update, obj: ns("mandate.dev/tenant: product"), old: ns("mandate.dev/tenant: platform"),
+			groups: []string{"system:authenticated", "mandate-admins"}, wantAllowed: true},
+		{name: "cluster admin sets the tenant", op: admissionv1.Create, obj: ns("mandate.dev/tenant: product"),
+			groups: []string{"system:masters"}, wantAllowed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := v.Handle(context.Background(), admissionRequest(t, tc.op, tc.obj, tc.old, "dave", tc.groups...))
+			assert.Equal(t, tc.wantAllowed, resp.Allowed)
+			if !tc.wantAllowed {
+				assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
+				assert.Contains(t, resp.Result.Message, tc.wantMessage)
+			}
+		})
+	}
+}
+
+func mustNormalize(t *testing.T, obj *unstructured.Unstructured) workload.Workload {
+	t.Helper()
+	w, err := workload.Normalize(obj)
+	require.NoError(t, err)
+	return w
+}

@@ -1,0 +1,71 @@
+package webhook
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+)
+
+// Validator is the /validate handler. It guards namespaces' tenant label
+// (see Tenancy) and, as a backstop, decides governed workloads the
+// mutating webhook did not mark (it did not run, or was skipped).
+type Validator struct {
+	Reviewer *Reviewer
+	// Owners reads pods' owners, as for Mutator; nil decides every pod.
+	Owners       OwnerReader
+	OwnerTimeout time.Duration
+	Tenancy      *Tenancy
+	// ExemptNamespaces are admitted untouched (Mandate's own).
+	ExemptNamespaces []string
+}
+
+var _ admission.Handler = (*Validator)(nil)
+
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
+// Handle implements admission.Handler.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if (schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}) == namespaceGVK {
+		if v.Tenancy == nil {
+			return observe("validate", admission.Allowed("namespaces not guarded"))
+		}
+		return observe("validate", v.Tenancy.Handle(ctx, req))
+	}
+	obj, resp, done := admit(req, v.ExemptNamespaces)
+	if done {
+		return observe("validate", resp)
+	}
+	if _, marked := obj.GetAnnotations()[scheduler.AnnotationDirectives]; marked {
+		return observe("validate", admission.Allowed("admitted by the mutating webhook"))
+	}
+	timeout := v.OwnerTimeout
+	if timeout <= 0 {
+		timeout = DefaultOwnerTimeout
+	}
+	if _, ok, err := gangDirectives(ctx, v.Owners, timeout, obj); err != nil {
+		return observe("validate", admission.Errored(http.StatusInternalServerError, err))
+	} else if ok {
+		return observe("validate", admission.Allowed("pod of an admitted gang"))
+	}
+	review, err := v.Reviewer.Review(ctx, obj, requestOf(req))
+	if err != nil {
+		return observe("validate", reviewError(ctx, err))
+	}
+	d := review.Decision
+	ctrl.LoggerFrom(ctx).Info("decided unmarked workload", "kind", req.Kind.Kind, "namespace", req.Namespace,
+		"name", req.Name, "decisionID", d.ID, "allowed", d.Allowed)
+	if !d.Allowed {
+		return observe("validate", denied(d))
+	}
+	resp = admission.Allowed("")
+	resp.Warnings = append(d.Warnings[:len(d.Warnings):len(d.Warnings)],
+		"admitted without Mandate's scheduling directives: the mutating webhook did not run")
+	resp.AuditAnnotations = map[string]string{AuditDecisionID: d.ID, AuditPolicyRevision: d.Revision}
+	return observe("validate", resp)
+}

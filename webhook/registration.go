@@ -1,0 +1,190 @@
+package webhook
+
+import (
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// ConfigurationName names both webhook configurations.
+const ConfigurationName = "mandate"
+
+// Names of the webhooks inside the configurations.
+const (
+	MutatingWebhookName   = "mutate.mandate.dev"
+	ValidatingWebhookName = "validate.mandate.dev"
+	NamespaceWebhookName  = "namespaces.mandate.dev"
+)
+
+// DefaultTimeoutSeconds bounds one admission call. Admission sits on every
+// create, and kubectl and controllers retry a failed one: 3s bounds the
+// worst case well under the API server's 30s request timeout, while a
+// decision takes about 1ms at p99.
+const DefaultTimeoutSeconds int32 = 3
+
+// SystemNamespaces are never governed: the control plane's own.
+var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// RegistrationOptions say how the API server reaches Mandate.
+type RegistrationOptions struct {
+	// Service, when set, is Mandate's Service; else URL is its base URL
+	// ("https://host:port"), to which the paths are appended.
+	Service *ServiceReference
+	URL     string
+	// CABundle verifies the serving certificate.
+	CABundle []byte
+	// Namespace is Mandate's own, never governed.
+	Namespace string
+	// FailurePolicy defaults to Fail: a workload Mandate cannot see is a
+	// workload nobody decided.
+	FailurePolicy *admissionregistrationv1.FailurePolicyType
+	// TimeoutSeconds defaults to DefaultTimeoutSeconds.
+	TimeoutSeconds int32
+}
+
+// ServiceReference names Mandate's Service.
+type ServiceReference struct {
+	Namespace string
+	Name      string
+	Port      int32
+}
+
+// Configurations returns the mutating and validating webhook configurations
+// that route governed workloads (and namespaces, to guard their tenant) to
+// Mandate.
+func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	failure := ptr.To(admissionregistrationv1.Fail)
+	if o.FailurePolicy != nil {
+		failure = ptr.To(*o.FailurePolicy)
+	}
+	timeout := o.TimeoutSeconds
+	if timeout == 0 {
+		timeout = DefaultTimeoutSeconds
+	}
+	// The PodGroup is created by a controller, not by admission, so a
+	// dry-run request has no side effects.
+	sideEffects := ptr.To(admissionregistrationv1.SideEffectClassNone)
+	excluded := append(append([]string{}, SystemNamespaces...), o.Namespace)
+	if o.Namespace == "" {
+		excluded = excluded[:len(SystemNamespaces)]
+	}
+	workloadRules := workloadRules()
+	workloadSelector := namespaceNotIn(excluded)
+
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    MutatingWebhookName,
+			ClientConfig:            o.clientConfig(MutatePath),
+			Rules:                   workloadRules,
+			FailurePolicy:           failure,
+			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
+			NamespaceSelector:       workloadSelector,
+			SideEffects:             sideEffects,
+			TimeoutSeconds:          ptr.To(timeout),
+			AdmissionReviewVersions: []string{"v1"},
+			// Another webhook may change the pod templates after Mandate:
+			// decide and patch again.
+			ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			MatchConditions:    workloadConditions(),
+		}},
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    ValidatingWebhookName,
+			ClientConfig:            o.clientConfig(ValidatePath),
+			Rules:                   workloadRules,
+			FailurePolicy:           failure,
+			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
+			NamespaceSelector:       workloadSelector,
+			SideEffects:             sideEffects,
+			TimeoutSeconds:          ptr.To(timeout),
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         workloadConditions(),
+		}, {
+			// Namespaces themselves: every tenant namespace is guarded,
+			// whoever's, except Mandate's own.
+			Name:         NamespaceWebhookName,
+			ClientConfig: o.clientConfig(ValidatePath),
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+					Resources: []string{"namespaces"}, Scope: ptr.To(admissionregistrationv1.ClusterScope)},
+			}},
+			FailurePolicy:           failure,
+			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
+			NamespaceSelector:       namespaceNotIn(exempt(o.Namespace)),
+			SideEffects:             sideEffects,
+			TimeoutSeconds:          ptr.To(timeout),
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				// Only a namespace that has, or had, a tenant label can
+				// change it.
+				Name: "tenant-label-involved",
+				Expression: `(has(object.metadata.labels) && 'mandate.dev/tenant' in object.metadata.labels) || ` +
+					`(oldObject != null && has(oldObject.metadata.labels) && 'mandate.dev/tenant' in oldObject.metadata.labels)`,
+			}},
+		}},
+	}
+	return mutating, validating
+}
+
+func workloadRules() []admissionregistrationv1.RuleWithOperations {
+	rule := func(group, version, resource string) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version},
+				Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		}
+	}
+	return []admissionregistrationv1.RuleWithOperations{
+		rule("", "v1", "pods"),
+		rule("batch", "v1", "jobs"),
+		rule("kubeflow.org", "v1", "pytorchjobs"),
+		rule("batch.volcano.sh", "v1alpha1", "jobs"),
+	}
+}
+
+// workloadConditions skip what Mandate does not govern before the API
+// server calls it.
+func workloadConditions() []admissionregistrationv1.MatchCondition {
+	return []admissionregistrationv1.MatchCondition{{
+		// A DaemonSet's pods run one per node, outside any tenant's gang.
+		Name: "not-daemonset-pod",
+		Expression: `!has(object.metadata.ownerReferences) || ` +
+			`!object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/'))`,
+	}, {
+		// Mirror pods are the kubelet's static pods, already running.
+		Name:       "not-mirror-pod",
+		Expression: `!has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)`,
+	}}
+}
+
+func namespaceNotIn(names []string) *metav1.LabelSelector {
+	if len(names) == 0 {
+		return &metav1.LabelSelector{}
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: names,
+	}}}
+}
+
+func (o RegistrationOptions) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: o.CABundle}
+	if o.Service != nil {
+		cc.Service = &admissionregistrationv1.ServiceReference{
+			Namespace: o.Service.Namespace, Name: o.Service.Name, Path: ptr.To(path), Port: ptr.To(o.Service.Port),
+		}
+		if o.Service.Port == 0 {
+			cc.Service.Port = nil // the API server's default, 443
+		}
+		return cc
+	}
+	cc.URL = ptr.To(strings.TrimSuffix(o.URL, "/") + path)
+	return cc
+}

@@ -1,0 +1,234 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/policies"
+)
+
+// The paths the webhook server serves.
+const (
+	MutatePath   = "/mutate"
+	ValidatePath = "/validate"
+)
+
+// Defaults of Options.
+const (
+	DefaultPort        = 9443
+	DefaultHealthAddr  = ":8081"
+	DefaultMetricsAddr = ":8080"
+)
+
+// Options configure the webhook server.
+type Options struct {
+	// RestConfig reaches the API server; required.
+	RestConfig *rest.Config
+	// CertDir holds tls.crt and tls.key; they are reloaded when they change.
+	CertDir string
+	// Host and Port the webhook server listens on (Port DefaultPort when 0).
+	Host string
+	Port int
+	// HealthAddr serves /healthz and /readyz, MetricsAddr /metrics; "0"
+	// disables either.
+	HealthAddr  string
+	MetricsAddr string
+	// Policy decides; the embedded default authority model when nil.
+	Policy *evaluator.Policy
+	// AdminGroups may change namespaces' tenant; DefaultAdminGroups when empty.
+	AdminGroups []string
+	// Namespace is Mandate's own namespace, never governed.
+	Namespace string
+	// Setup runs with the manager before it starts, to add controllers
+	// (the gang PodGroup controller).
+	Setup []func(manager.Manager) error
+}
+
+func (o *Options) defaults() error {
+	if o.RestConfig == nil {
+		return errors.New("no API server configuration")
+	}
+	if o.Port == 0 {
+		o.Port = DefaultPort
+	}
+	if o.HealthAddr == "" {
+		o.HealthAddr = DefaultHealthAddr
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = DefaultMetricsAddr
+	}
+	if len(o.AdminGroups) == 0 {
+		o.AdminGroups = DefaultAdminGroups
+	}
+	if o.Policy == nil {
+		p, err := evaluator.LoadFS(policies.FS, "embedded")
+		if err != nil {
+			return fmt.Errorf("unable to load the embedded policy: %w", err)
+		}
+		o.Policy = p
+	}
+	return nil
+}
+
+// HandlerOptions configure NewHandlers.
+type HandlerOptions struct {
+	Reviewer *Reviewer
+	// Owners reads pods' owners uncached (the manager's API reader).
+	Owners      OwnerReader
+	AdminGroups []string
+	// ExemptNamespaces are never governed (Mandate's own).
+	ExemptNamespaces []string
+}
+
+// Handlers are the admission webhooks, ready to register on a webhook
+// server or to serve over plain HTTP in tests. controller-runtime's
+// admission.Webhook limits the body size, checks the content type and
+// recovers panics.
+type Handlers struct {
+	Mutator   *Mutator
+	Validator *Validator
+	Mutate    *admission.Webhook
+	Validate  *admission.Webhook
+}
+
+// NewHandlers builds the /mutate and /validate webhooks.
+func NewHandlers(o HandlerOptions) Handlers {
+	m := &Mutator{Reviewer: o.Reviewer, Owners: o.Owners, ExemptNamespaces: o.ExemptNamespaces}
+	v := &Validator{Reviewer: o.Reviewer, Owners: o.Owners, ExemptNamespaces: o.ExemptNamespaces,
+		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}}
+	return Handlers{Mutator: m, Validator: v, Mutate: &admission.Webhook{Handler: m}, Validate: &admission.Webhook{Handler: v}}
+}
+
+// Server is Mandate's webhook server: a controller-runtime manager whose
+// cache feeds the cluster state and whose webhook server decides.
+type Server struct {
+	Manager   manager.Manager
+	Evaluator *evaluator.Evaluator
+	State     *cluster.State
+	Handlers  Handlers
+
+	policyLoaded atomic.Bool
+	cacheSynced  atomic.Bool
+}
+
+// New compiles the policy and sets up the manager; Start runs it.
+func New(ctx context.Context, o Options) (*Server, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	s := &Server{}
+	ev, err := evaluator.New(ctx, o.Policy, evaluator.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if s.State, err = cluster.New(ev.Model()); err != nil {
+		return nil, err
+	}
+	s.Evaluator = ev
+	s.policyLoaded.Store(true)
+	log.Info("policy loaded", "revision", ev.Revision())
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("unable to build the scheme: %w", err)
+	}
+	s.Manager, err = ctrl.NewManager(o.RestConfig, manager.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		HealthProbeBindAddress: o.HealthAddr,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to set up the manager: %w", err)
+	}
+	if err := s.State.Watch(ctx, s.Manager.GetCache()); err != nil {
+		return nil, err
+	}
+	s.Handlers = NewHandlers(HandlerOptions{
+		Reviewer:         &Reviewer{Decider: ev, State: s.State},
+		Owners:           s.Manager.GetAPIReader(),
+		AdminGroups:      o.AdminGroups,
+		ExemptNamespaces: exempt(o.Namespace),
+	})
+	ws := s.Manager.GetWebhookServer()
+	ws.Register(MutatePath, s.Handlers.Mutate)
+	ws.Register(ValidatePath, s.Handlers.Validate)
+
+	if err := s.Manager.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if s.Manager.GetCache().WaitForCacheSync(ctx) {
+			s.cacheSynced.Store(true)
+			ctrl.LoggerFrom(ctx).Info("cluster state synced")
+		}
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("unable to add the cache-sync watcher: %w", err)
+	}
+	if err := s.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("unable to add the health check: %w", err)
+	}
+	if err := s.Manager.AddReadyzCheck("policy-and-cache", s.ready); err != nil {
+		return nil, fmt.Errorf("unable to add the readiness check: %w", err)
+	}
+	if err := s.Manager.AddReadyzCheck("webhook", ws.StartedChecker()); err != nil {
+		return nil, fmt.Errorf("unable to add the webhook readiness check: %w", err)
+	}
+	for _, setup := range o.Setup {
+		if err := setup(s.Manager); err != nil {
+			return nil, fmt.Errorf("unable to set up a controller: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// ready is the readiness check: ready once the policy is loaded and the
+// cache (so the cluster state) has synced.
+func (s *Server) ready(*http.Request) error {
+	switch {
+	case !s.policyLoaded.Load():
+		return errors.New("policy not loaded")
+	case !s.cacheSynced.Load():
+		return errors.New("cluster state not synced")
+	}
+	return nil
+}
+
+// Start runs the manager until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Manager.Start(ctx); err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	return nil
+}
+
+// Run sets up and runs the webhook server until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	s, err := New(ctx, o)
+	if err != nil {
+		return err
+	}
+	return s.Start(ctx)
+}
+
+func exempt(namespace string) []string {
+	if namespace == "" {
+		return nil
+	}
+	return []string{namespace}
+}
