@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the pinned binaries that tests run against a real API server:
-#   kube-apiserver  from hack/tools/k8s   (k8s.io/kubernetes)
-#   etcd            from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
-#   helm            from hack/tools/helm  (helm.sh/helm/v3)
+#   kube-apiserver           from hack/tools/k8s   (k8s.io/kubernetes)
+#   kube-controller-manager  from hack/tools/k8s   (the same module; tests run
+#                            only its garbage collector, see test/envtest/gc.go)
+#   etcd                     from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
+#   helm                     from hack/tools/helm  (helm.sh/helm/v3)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
 # module into crds/cert-manager/.
 #
@@ -13,10 +15,12 @@
 #
 # Idempotent: each asset has a stamp file recording what it was built from, and
 # is rebuilt only when missing or when that changes. The first build of
-# kube-apiserver takes minutes; later runs are no-ops (and rebuilds after a
-# version bump reuse Go's build cache).
+# kube-apiserver takes minutes (kube-controller-manager shares most of its
+# dependencies, so it is quick after that); later runs are no-ops (and rebuilds
+# after a version bump reuse Go's build cache).
 #
-# Usage: hack/envtest-assets.sh [--force] [kube-apiserver|etcd|helm|cert-manager-crds ...]
+# Usage: hack/envtest-assets.sh [--force]
+#          [kube-apiserver|kube-controller-manager|etcd|helm|cert-manager-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -35,9 +39,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | etcd | helm | cert-manager-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | etcd | helm | cert-manager-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -47,7 +51,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver etcd helm cert-manager-crds)
+	assets=(kube-apiserver kube-controller-manager etcd helm cert-manager-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -107,12 +111,14 @@ go_build() {
 	log "built $out_dir/$name in $((SECONDS - start))s"
 }
 
-build_kube_apiserver() {
-	local mod="$tools_dir/k8s" version
+# build_kubernetes <command>: builds k8s.io/kubernetes/cmd/<command> from
+# hack/tools/k8s.
+build_kubernetes() {
+	local name=$1 mod="$tools_dir/k8s" version
 	version=$(module_version "$mod" k8s.io/kubernetes)
-	local stamp="kube-apiserver $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
-	if up_to_date kube-apiserver "$stamp" "$out_dir/kube-apiserver"; then
-		log "kube-apiserver $version is up to date"
+	local stamp="$name $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date "$name" "$stamp" "$out_dir/$name"; then
+		log "$name $version is up to date"
 		return
 	fi
 	# The same version stamping as kubernetes' hack/lib/version.sh, so that
@@ -126,8 +132,8 @@ build_kube_apiserver() {
 		ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
 		ldflags+=" -X $pkg.gitTreeState=clean"
 	done
-	go_build kube-apiserver "$mod" k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
-	write_stamp kube-apiserver "$stamp"
+	go_build "$name" "$mod" "k8s.io/kubernetes/cmd/$name" "$ldflags"
+	write_stamp "$name" "$stamp"
 }
 
 build_etcd() {
@@ -200,7 +206,7 @@ mkdir -p "$out_dir"
 total_start=$SECONDS
 for asset in "${assets[@]}"; do
 	case "$asset" in
-	kube-apiserver) build_kube_apiserver ;;
+	kube-apiserver | kube-controller-manager) build_kubernetes "$asset" ;;
 	etcd) build_etcd ;;
 	helm) build_helm ;;
 	cert-manager-crds) copy_cert_manager_crds ;;

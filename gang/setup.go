@@ -1,0 +1,137 @@
+// Package gang keeps, for Volcano, the one PodGroup Mandate owns per gang
+// workload it admitted. The mutating webhook points the pods of every gang
+// it sends to Volcano at a PodGroup named scheduler.PodGroupName and records
+// the directives it admitted the workload with in the mandate.dev/directives
+// annotation; this package's controllers watch the governed gang kinds
+// (batch/v1 Job, Kubeflow PyTorchJob when its CRD is served, and bare Pods,
+// each a gang of one) and create or update that PodGroup from those
+// directives, owned by the workload so the garbage collector removes it with
+// the workload. Volcano Jobs are left alone (Volcano's job controller keeps
+// their PodGroup), as are pods with a controlling owner (their owner is the
+// gang), KAI- and default-scheduled workloads (KAI's podgrouper builds its
+// own groups).
+//
+// The watches hold only object metadata; the full object is read from the
+// API server for the workloads that need a PodGroup. Dry-run requests need
+// no care: a dry-run create never reaches the API server's storage, so no
+// watch ever sees it.
+package gang
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// The kinds whose gangs get a PodGroup.
+var (
+	jobGVK        = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+	podGVK        = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	pyTorchJobGVK = workload.PyTorchJobGVK
+	podGroupGVK   = schema.FromAPIVersionAndKind(scheduler.PodGroupAPIVersion, scheduler.PodGroupKind)
+)
+
+// Setup registers with mgr one controller per governed gang kind the API
+// server serves: batch/v1 Job and v1 Pod always, kubeflow.org/v1 PyTorchJob
+// when its CRD is installed. Nothing is registered when Volcano's PodGroup
+// CRD is not served (there is no Volcano to keep groups for).
+func Setup(mgr manager.Manager) error {
+	log := mgr.GetLogger().WithName("gang")
+	served, err := isServed(mgr, podGroupGVK)
+	if err != nil {
+		return err
+	}
+	if !served {
+		log.Info("Volcano PodGroups are not served; not keeping PodGroups", "gvk", podGroupGVK.String())
+		return nil
+	}
+	for _, gvk := range []schema.GroupVersionKind{jobGVK, pyTorchJobGVK, podGVK} {
+		served, err := isServed(mgr, gvk)
+		if err != nil {
+			return err
+		}
+		if !served {
+			log.Info("kind not served; not watching it", "gvk", gvk.String())
+			continue
+		}
+		if err := setupKind(mgr, gvk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isServed reports whether the API server serves gvk.
+func isServed(mgr manager.Manager, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("unable to look up %s: %w", gvk, err)
+}
+
+func setupKind(mgr manager.Manager, gvk schema.GroupVersionKind) error {
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), gvk: gvk}
+	// Only spec (generation), annotation and label changes can change the
+	// PodGroup; status updates (pods run, jobs progress) are ignored.
+	changed := predicate.Or(predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("gang-"+strings.ToLower(gvk.Kind)).
+		For(metadataOf(gvk), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return isCandidate(gvk, o) }), changed)).
+		// Owns cannot map a metadata-only owner type through the scheme.
+		Watches(metadataOf(podGroupGVK), handler.EnqueueRequestsFromMapFunc(controllerOf(gvk)),
+			builder.WithPredicates(changed)).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("unable to set up the PodGroup controller for %s: %w", gvk, err)
+	}
+	return nil
+}
+
+// controllerOf maps a PodGroup to its controlling owner when that is of
+// kind gvk, so a PodGroup edited or deleted by someone else is put back.
+func controllerOf(gvk schema.GroupVersionKind) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		ref := metav1.GetControllerOfNoCopy(o)
+		if ref == nil || ref.Kind != gvk.Kind || ref.APIVersion != gvk.GroupVersion().String() {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	}
+}
+
+// metadataOf is a metadata-only object of gvk, so the cache keeps no specs.
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
+// isCandidate is true for objects of kind gvk that may need a PodGroup:
+// admitted by Mandate, and not a pod a controller made (its owner is the
+// gang).
+func isCandidate(gvk schema.GroupVersionKind, o client.Object) bool {
+	if _, ok := o.GetAnnotations()[scheduler.AnnotationDirectives]; !ok {
+		return false
+	}
+	return gvk != podGVK || metav1.GetControllerOfNoCopy(o) == nil
+}

@@ -1,0 +1,118 @@
+package envtest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	controllerManager = "kube-controller-manager"
+
+	// gcReadyLine is what kube-controller-manager's garbage collector logs
+	// once its monitors have synced and it deletes dependents.
+	gcReadyLine = "Proceeding to collect garbage"
+
+	defaultGCStartTimeout = time.Minute
+)
+
+// StartGarbageCollector runs kube-controller-manager's garbage collector (and
+// no other controller) against env, so that deleting an owner deletes its
+// dependents as in a real cluster: envtest runs no controller manager. It
+// returns once the collector is collecting and stops it in t.Cleanup. The
+// binary is the pinned one built by hack/envtest-assets.sh next to
+// kube-apiserver; the test fails when it is missing. Its log is reported
+// when the test fails.
+func StartGarbageCollector(t testing.TB, env *Env) {
+	t.Helper()
+	// Start set this to the directory holding kube-apiserver.
+	binary := filepath.Join(env.Environment.BinaryAssetsDirectory, controllerManager)
+	if info, err := os.Stat(binary); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		t.Fatalf("envtest: %s is not an executable file (%v); %s", binary, err, assetsInstruction)
+	}
+
+	user, err := env.Environment.AddUser(crenvtest.User{Name: "garbage-collector", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("envtest: unable to add a user for the garbage collector: %v", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("envtest: unable to write a kubeconfig for the garbage collector: %v", err)
+	}
+	tmp := t.TempDir()
+	kubeconfigPath := filepath.Join(tmp, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatalf("envtest: unable to write the garbage collector's kubeconfig: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary,
+		"--controllers=garbage-collector-controller",
+		"--kubeconfig="+kubeconfigPath,
+		"--leader-elect=false",
+		// No serving endpoint at all: no port to pick, no delegated
+		// authentication or authorization to configure.
+		"--secure-port=0",
+		"--bind-address=127.0.0.1",
+		"--use-service-account-credentials=false",
+	)
+	out := &lockedBuffer{ready: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("envtest: unable to start %s: %v", binary, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+		if t.Failed() {
+			t.Logf("envtest: %s log:\n%s", controllerManager, out.String())
+		}
+	})
+
+	select {
+	case <-out.ready:
+	case err := <-exited:
+		exited <- err // for the cleanup
+		t.Fatalf("envtest: %s exited before the garbage collector started: %v\n%s", controllerManager, err, out.String())
+	case <-time.After(defaultGCStartTimeout):
+		t.Fatalf("envtest: the garbage collector did not start within %s", defaultGCStartTimeout)
+	}
+}
+
+// lockedBuffer collects a process's output and closes ready when
+// gcReadyLine appears.
+type lockedBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	ready chan struct{}
+	seen  bool
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if !b.seen && strings.Contains(b.buf.String(), gcReadyLine) {
+		b.seen = true
+		close(b.ready)
+	}
+	return n, err
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
