@@ -19,9 +19,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -47,7 +45,8 @@ const (
 	defaultStartTimeout = time.Minute
 )
 
-// Env is a running API server. It is stopped by t.Cleanup.
+// Env is a running API server. It is stopped by t.Cleanup (Start) or by the
+// stop function Launch returns.
 type Env struct {
 	// Config is an admin (system:masters) config for the API server.
 	Config *rest.Config
@@ -122,83 +121,26 @@ func WithStartTimeout(d time.Duration) Option {
 
 // Start runs kube-apiserver and etcd, installs the upstream scheduler CRDs (and
 // those the options ask for) and registers t.Cleanup to stop everything.
+// Launch does the same outside tests.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	o := options{}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.scheme == nil {
-		o.scheme = defaultScheme(t)
-	}
-
-	root, err := repoRoot()
+	env, stop, err := Launch(opts...)
 	if err != nil {
 		t.Fatalf("envtest: %v", err)
 	}
-	assets := binaryAssets(t, root)
-	crdPaths := crdFiles(t, root, o)
-
-	env := &crenvtest.Environment{
-		Scheme:                o.scheme,
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crdPaths,
-		ErrorIfCRDPathMissing: true,
-		// This helper is about a throwaway API server: never install CRDs
-		// into whatever cluster USE_EXISTING_CLUSTER would point at.
-		UseExistingCluster:       ptr.To(false),
-		ControlPlaneStartTimeout: o.startTimeout,
-	}
-	if env.ControlPlaneStartTimeout == 0 && os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		env.ControlPlaneStartTimeout = defaultStartTimeout
-	}
-	if o.webhooks != nil {
-		env.WebhookInstallOptions = *o.webhooks
-	}
-	apiServer := env.ControlPlane.GetAPIServer()
-	for _, a := range o.apiServerArgs {
-		apiServer.Configure().Set(a[0], a[1])
-	}
-
-	cfg, err := env.Start()
-	if err != nil {
-		// Start may fail after the processes are up: stop whatever runs.
-		if stopErr := env.Stop(); stopErr != nil {
-			t.Logf("envtest: stopping after a failed start: %v", stopErr)
-		}
-		t.Fatalf("envtest: unable to start kube-apiserver and etcd from %s: %v", assets, err)
-	}
 	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("envtest: unable to stop the control plane: %v", err)
+		if err := stop(); err != nil {
+			t.Errorf("envtest: %v", err)
 		}
 	})
-	if len(env.CRDs) < len(crdPaths) {
-		t.Fatalf("envtest: only %d CRDs installed from %d files: %v", len(env.CRDs), len(crdPaths), crdPaths)
-	}
-
-	c, err := client.New(cfg, client.Options{Scheme: o.scheme})
-	if err != nil {
-		t.Fatalf("envtest: unable to create a client: %v", err)
-	}
-	return &Env{
-		Config:      cfg,
-		Client:      c,
-		Scheme:      o.scheme,
-		Environment: env,
-		RepoRoot:    root,
-		CRDs:        env.CRDs,
-	}
+	return env
 }
 
 func defaultScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatalf("envtest: unable to build the scheme: %v", err)
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		t.Fatalf("envtest: unable to build the scheme: %v", err)
+	s, err := newDefaultScheme()
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
 	}
 	return s
 }
@@ -207,22 +149,9 @@ func defaultScheme(t testing.TB) *runtime.Scheme {
 // $KUBEBUILDER_ASSETS when set, else <repo>/bin/k8s.
 func binaryAssets(t testing.TB, root string) string {
 	t.Helper()
-	dir, fromEnv := os.LookupEnv("KUBEBUILDER_ASSETS")
-	if !fromEnv || dir == "" {
-		dir = filepath.Join(root, assetsDir)
-	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		path := filepath.Join(dir, name)
-		info, err := os.Stat(path)
-		switch {
-		case err != nil && fromEnv:
-			t.Fatalf("envtest: %s not found in KUBEBUILDER_ASSETS=%s (%v); point it at a directory holding "+
-				"kube-apiserver and etcd, or unset it to use %s and %s", name, dir, err, assetsDir, assetsInstruction)
-		case err != nil:
-			t.Fatalf("envtest: %s not found (%v); %s", name, err, assetsInstruction)
-		case info.IsDir() || info.Mode()&0o111 == 0:
-			t.Fatalf("envtest: %s is not an executable file; %s", path, assetsInstruction)
-		}
+	dir, err := findBinaryAssets(root)
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
 	}
 	return dir
 }
@@ -230,48 +159,11 @@ func binaryAssets(t testing.TB, root string) string {
 // crdFiles lists every CRD file to install.
 func crdFiles(t testing.TB, root string, o options) []string {
 	t.Helper()
-	upstream, err := upstreamCRDs(root)
+	files, err := listCRDFiles(root, o)
 	if err != nil {
 		t.Fatalf("envtest: %v", err)
 	}
-	var files []string
-	err = filepath.WalkDir(upstream, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && isManifest(path) {
-			files = append(files, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("envtest: unable to list the upstream CRDs in %s: %v", upstream, err)
-	}
-	if len(files) == 0 {
-		t.Fatalf("envtest: no CRD files (*.yaml, *.yml, *.json) under %s", upstream)
-	}
-
-	if o.pyTorchJob {
-		files = append(files, filepath.Join(root, pyTorchJobCRD))
-	}
-	if o.certManager {
-		dir := filepath.Join(root, certManagerCRDs)
-		entries, err := os.ReadDir(dir)
-		if err != nil || len(entries) == 0 {
-			t.Fatalf("envtest: cert-manager CRDs not found in %s (%v); %s", dir, err, assetsInstruction)
-		}
-		for _, e := range entries {
-			if !e.IsDir() && isManifest(e.Name()) {
-				files = append(files, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	for _, p := range o.crdPaths {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("envtest: CRD path: %v", err)
-		}
-	}
-	return append(files, o.crdPaths...)
+	return files
 }
 
 func isManifest(name string) bool {

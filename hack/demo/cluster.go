@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mandate-dev/mandate/test/envtest"
+)
+
+// loadManifests reads every object of a multi-document YAML or JSON file.
+func loadManifests(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("%s: an object without apiVersion and kind", path)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// loadPriorities turns the authority model's priority tiers into the
+// PriorityClasses the API server needs before pods may name them.
+func loadPriorities(path string) ([]*schedulingv1.PriorityClass, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the authority model: %w", err)
+	}
+	var model struct {
+		Priorities map[string]struct {
+			Value       int32  `json:"value"`
+			Description string `json:"description"`
+		} `json:"priorities"`
+	}
+	if err := json.Unmarshal(raw, &model); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []*schedulingv1.PriorityClass
+	for name, p := range model.Priorities {
+		out = append(out, &schedulingv1.PriorityClass{
+			ObjectMeta:  metav1.ObjectMeta{Name: name},
+			Value:       p.Value,
+			Description: p.Description,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	return out, nil
+}
+
+type loadCounts struct{ priorityClasses, namespaces, nodes, pods int }
+
+func (c loadCounts) String() string {
+	return fmt.Sprintf("%d PriorityClasses, %d namespaces, %d nodes, %d running pods",
+		c.priorityClasses, c.namespaces, c.nodes, c.pods)
+}
+
+// loadCluster creates the snapshot's objects as kubectl would, then sets
+// the status of nodes (allocatable, Ready) and pods (Running), which create
+// ignores. Pods are bound to their nodes by spec.nodeName.
+func loadCluster(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, priorities []*schedulingv1.PriorityClass) (loadCounts, error) {
+	var n loadCounts
+	for _, pc := range priorities {
+		if err := c.Create(ctx, pc); err != nil {
+			return n, fmt.Errorf("PriorityClass %s: %w", pc.Name, err)
+		}
+		n.priorityClasses++
+	}
+	probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}
+	if err := c.Create(ctx, probe); err != nil {
+		return n, fmt.Errorf("namespace %s: %w", probeNamespace, err)
+	}
+	// Namespaces first, then nodes, then the pods that need both.
+	order := map[string]int{"Namespace": 0, "Node": 1, "Pod": 2}
+	sorted := append([]*unstructured.Unstructured(nil), objs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return order[sorted[i].GetKind()] < order[sorted[j].GetKind()] })
+	for _, obj := range sorted {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		kind := obj.GetKind()
+		status, hasStatus := obj.Object["status"]
+		created := obj.DeepCopy()
+		delete(created.Object, "status")
+		if err := c.Create(ctx, created); err != nil {
+			return n, fmt.Errorf("%s %s: %w", kind, name(obj), err)
+		}
+		if hasStatus && (kind == "Node" || kind == "Pod") {
+			created.Object["status"] = status
+			if err := c.Status().Update(ctx, created); err != nil {
+				return n, fmt.Errorf("status of %s %s: %w", kind, name(obj), err)
+			}
+		}
+		if kind == "Node" {
+			if err := untaintNotReady(ctx, c, created); err != nil {
+				return n, err
+			}
+		}
+		switch kind {
+		case "Namespace":
+			n.namespaces++
+		case "Node":
+			n.nodes++
+		case "Pod":
+			n.pods++
+		}
+	}
+	return n, nil
+}
+
+// untaintNotReady does the node lifecycle controller's job, which no
+// controller does here: the API server's TaintNodesByCondition admission
+// taints every new node node.kubernetes.io/not-ready:NoSchedule, and only
+// that controller lifts it once the node reports Ready. Left in place, no
+// node would count as capacity.
+func untaintNotReady(ctx context.Context, c client.Client, node *unstructured.Unstructured) error {
+	taints, _, err := unstructured.NestedSlice(node.Object, "spec", "taints")
+	if err != nil {
+		return fmt.Errorf("node %s: %w", node.GetName(), err)
+	}
+	kept := taints[:0:0]
+	for _, t := range taints {
+		if m, ok := t.(map[string]any); ok && m["key"] == corev1.TaintNodeNotReady {
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) == len(taints) {
+		return nil
+	}
+	if err := unstructured.SetNestedSlice(node.Object, kept, "spec", "taints"); err != nil {
+		return err
+	}
+	if err := c.Update(ctx, node); err != nil {
+		return fmt.Errorf("removing the not-ready taint of node %s: %w", node.GetName(), err)
+	}
+	return nil
+}
+
+func name(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}
+
+// writeKubeconfig writes a kubeconfig for an admin user (system:masters),
+// the one `mandate serve` uses.
+func writeKubeconfig(env *envtest.Env, dir string) (string, error) {
+	user, err := env.Environment.AddUser(crenvtest.User{Name: "mandate-demo-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("unable to provision an admin user: %w", err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("unable to render the admin kubeconfig: %w", err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, raw, 0o600)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestExpectationOf(t *testing.T) {
+	for file, want := range map[string]expectation{
+		"01-notebook-admitted.yaml":           {},
+		"04-llm-finetune-waits.yaml":          {},
+		"07-platform-quota-denied.yaml":       {denied: true, dimension: "quota"},
+		"09-scratch-tenancy-denied.yaml":      {denied: true, dimension: "tenancy"},
+		"10-something-denied.yaml":            {denied: true},
+		"08-llm-pretrain-topology-denied.yml": {},
+	} {
+		if got := expectationOf(file); got != want {
+			t.Errorf("expectationOf(%q) = %+v, want %+v", file, got, want)
+		}
+	}
+}
+
+func TestDenialMessage(t *testing.T) {
+	got, ok := denialMessage(`admission webhook "mutate.mandate.dev" denied the request: the workload needs 24 nvidia.com/gpu`)
+	if !ok || got != "the workload needs 24 nvidia.com/gpu" {
+		t.Errorf("denialMessage() = %q, %v", got, ok)
+	}
+	if _, ok := denialMessage(`Internal error occurred: failed calling webhook "mutate.mandate.dev": connection refused`); ok {
+		t.Error("a failed webhook call was taken for a denial")
+	}
+}
+
+func TestDenialDimensions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   metav1.Status
+		want string
+	}{
+		{"causes", metav1.Status{Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
+			{Type: "quota", Field: "QUOTA_EXCEEDS_CEILING"}, {Type: "topology"}, {Type: "quota"}}}}, "quota,topology"},
+		{"reason", metav1.Status{Reason: "denied by the authority model (priority, tenancy)"}, "priority,tenancy"},
+		{"codes", metav1.Status{Message: "TENANT_MISSING: no tenant; TOPOLOGY_NEVER_FITS: too big"}, "tenancy,topology"},
+		{"nothing", metav1.Status{Message: "no"}, "?"},
+	} {
+		if got := denialDimensions(tc.st); got != tc.want {
+			t.Errorf("%s: denialDimensions() = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestWarningDimension(t *testing.T) {
+	for text, want := range map[string]string{
+		"a gang of 8 pods × 8 nvidia.com/gpu does not fit right now: the roomiest block (zone-b/s2/b5) has 5 of the 8 pod slots": "topology",
+		"non-preemptible work may only use guaranteed GPUs: tenant product has 112 of 128 guaranteed nvidia.com/gpu":             "quota",
+		"QUOTA_TURNED_PREEMPTIBLE: runs preemptible": "quota",
+		"something else": "",
+	} {
+		if got := warningDimension(text); got != want {
+			t.Errorf("warningDimension(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+func TestInjected(t *testing.T) {
+	submitted := map[string]any{
+		"metadata": map[string]any{"name": "j"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"priorityClassName": "build",
+		}}},
+	}
+	stored := map[string]any{
+		"metadata": map[string]any{
+			"name": "j", "uid": "u", "resourceVersion": "7",
+			"annotations": map[string]any{
+				"mandate.dev/directives": `{"scheduler":"volcano","gangMin":2,"requiredLevel":"block","preferredLevel":"clique"}`,
+			},
+		},
+		"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{
+				"labels":      map[string]any{"mandate.dev/preemptible": "true"},
+				"annotations": map[string]any{"scheduling.volcano.sh/queue-name": "vision"},
+			},
+			"spec": map[string]any{
+				"priorityClassName": "build",
+				"schedulerName":     "volcano",
+			},
+		}},
+		"status": map[string]any{"schedulerName": "ignored"},
+	}
+	// The priority class was the submitter's, not injected.
+	want := "volcano queue=vision preemptible=true gang=2 topology=block>clique"
+	if got := injected(submitted, stored); got != want {
+		t.Errorf("injected() = %q, want %q", got, want)
+	}
+	if got := injected(stored, stored); got != "" {
+		t.Errorf("injected(unchanged) = %q, want empty", got)
+	}
+}
+
+func TestTableAndMismatches(t *testing.T) {
+	rows := []row{
+		{file: "01-a-admitted.yaml", workload: "pod a/x", tenant: "a", decision: decisionMutated, injected: "kai-scheduler", message: "within every limit"},
+		{file: "07-b-quota-denied.yaml", workload: "job b/y", decision: decisionDenied, dimension: "topology",
+			message: "too\nbig", expected: expectation{denied: true, dimension: "quota"}},
+	}
+	var b strings.Builder
+	printTable(&b, rows)
+	out := b.String()
+	for _, s := range []string{"WORKLOAD", "pod a/x", "MUTATED", "(none)", "too big"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("table lacks %q:\n%s", s, out)
+		}
+	}
+	m := mismatches(rows)
+	if len(m) != 1 || !strings.Contains(m[0], "expected denied by quota, got denied by topology") {
+		t.Errorf("mismatches() = %q", m)
+	}
+	if s := summary(rows); !strings.Contains(s, "2 workloads: 1 admitted (1 mutated), 1 denied") || !strings.Contains(s, "DIFFER") {
+		t.Errorf("summary() = %q", s)
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{max: 2}
+	b.Write([]byte("one\ntwo\nthr"))
+	b.Write([]byte("ee\nfour"))
+	if got := b.String(); got != "three\nfour" {
+		t.Errorf("tail = %q", got)
+	}
+}

@@ -1,0 +1,182 @@
+package envtest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Launch starts the same environment as Start outside `go test` (for
+// example for hack/demo): kube-apiserver and etcd with the upstream scheduler
+// CRDs and whatever the options ask for. The caller must call stop, which
+// stops the control plane and removes its temporary directories; on error
+// nothing is left running.
+func Launch(opts ...Option) (env *Env, stop func() error, err error) {
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.scheme == nil {
+		if o.scheme, err = newDefaultScheme(); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	root, err := repoRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	assets, err := findBinaryAssets(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	crdPaths, err := listCRDFiles(root, o)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	ce := &crenvtest.Environment{
+		Scheme:                o.scheme,
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crdPaths,
+		ErrorIfCRDPathMissing: true,
+		// This helper is about a throwaway API server: never install CRDs
+		// into whatever cluster USE_EXISTING_CLUSTER would point at.
+		UseExistingCluster:       ptr.To(false),
+		ControlPlaneStartTimeout: o.startTimeout,
+	}
+	if ce.ControlPlaneStartTimeout == 0 && os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		ce.ControlPlaneStartTimeout = defaultStartTimeout
+	}
+	if o.webhooks != nil {
+		ce.WebhookInstallOptions = *o.webhooks
+	}
+	apiServer := ce.ControlPlane.GetAPIServer()
+	for _, a := range o.apiServerArgs {
+		apiServer.Configure().Set(a[0], a[1])
+	}
+
+	cfg, err := ce.Start()
+	if err != nil {
+		// Start may fail after the processes are up: stop whatever runs.
+		err = fmt.Errorf("unable to start kube-apiserver and etcd from %s: %w", assets, err)
+		if stopErr := ce.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping after a failed start: %w", stopErr))
+		}
+		return nil, nil, err
+	}
+	stop = func() error {
+		if err := ce.Stop(); err != nil {
+			return fmt.Errorf("unable to stop the control plane: %w", err)
+		}
+		return nil
+	}
+	fail := func(err error) (*Env, func() error, error) {
+		return nil, nil, errors.Join(err, stop())
+	}
+	if len(ce.CRDs) < len(crdPaths) {
+		return fail(fmt.Errorf("only %d CRDs installed from %d files: %v", len(ce.CRDs), len(crdPaths), crdPaths))
+	}
+
+	c, err := client.New(cfg, client.Options{Scheme: o.scheme})
+	if err != nil {
+		return fail(fmt.Errorf("unable to create a client: %w", err))
+	}
+	return &Env{
+		Config:      cfg,
+		Client:      c,
+		Scheme:      o.scheme,
+		Environment: ce,
+		RepoRoot:    root,
+		CRDs:        ce.CRDs,
+	}, stop, nil
+}
+
+func newDefaultScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("unable to build the scheme: %w", err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("unable to build the scheme: %w", err)
+	}
+	return s, nil
+}
+
+// findBinaryAssets returns the directory holding kube-apiserver and etcd:
+// $KUBEBUILDER_ASSETS when set, else <repo>/bin/k8s.
+func findBinaryAssets(root string) (string, error) {
+	dir, fromEnv := os.LookupEnv("KUBEBUILDER_ASSETS")
+	if !fromEnv || dir == "" {
+		dir = filepath.Join(root, assetsDir)
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		switch {
+		case err != nil && fromEnv:
+			return "", fmt.Errorf("%s not found in KUBEBUILDER_ASSETS=%s (%v); point it at a directory holding "+
+				"kube-apiserver and etcd, or unset it to use %s and %s", name, dir, err, assetsDir, assetsInstruction)
+		case err != nil:
+			return "", fmt.Errorf("%s not found (%v); %s", name, err, assetsInstruction)
+		case info.IsDir() || info.Mode()&0o111 == 0:
+			return "", fmt.Errorf("%s is not an executable file; %s", path, assetsInstruction)
+		}
+	}
+	return dir, nil
+}
+
+// listCRDFiles lists every CRD file to install.
+func listCRDFiles(root string, o options) ([]string, error) {
+	upstream, err := upstreamCRDs(root)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	err = filepath.WalkDir(upstream, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isManifest(path) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to list the upstream CRDs in %s: %w", upstream, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CRD files (*.yaml, *.yml, *.json) under %s", upstream)
+	}
+
+	if o.pyTorchJob {
+		files = append(files, filepath.Join(root, pyTorchJobCRD))
+	}
+	if o.certManager {
+		dir := filepath.Join(root, certManagerCRDs)
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) == 0 {
+			return nil, fmt.Errorf("cert-manager CRDs not found in %s (%v); %s", dir, err, assetsInstruction)
+		}
+		for _, e := range entries {
+			if !e.IsDir() && isManifest(e.Name()) {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, p := range o.crdPaths {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("CRD path: %w", err)
+		}
+	}
+	return append(files, o.crdPaths...), nil
+}
