@@ -1,8 +1,6 @@
 package evaluator
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -45,33 +43,20 @@ type Namespace struct {
 	Labels map[string]string `json:"labels"`
 }
 
-// value converts the input to a Rego value. The typed parts go through JSON
-// once; the raw object is already a generic map.
+// value converts the input to a Rego value, term by term (input_value.go).
 func (in *Input) value() (ast.Value, error) {
-	typed := struct {
-		Request   Request                            `json:"request"`
-		Namespace Namespace                          `json:"namespace"`
-		Workload  workload.Workload                  `json:"workload"`
-		Usage     map[string]map[string]ledger.Usage `json:"usage"`
-	}{in.Request, in.Namespace, in.Workload, in.Usage}
-	b, err := json.Marshal(typed)
-	if err != nil {
-		return nil, fmt.Errorf("unable to encode input: %w", err)
-	}
-	v, err := ast.ValueFromReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("unable to convert input: %w", err)
-	}
-	obj, ok := v.(ast.Object)
-	if !ok {
-		return nil, fmt.Errorf("input is not an object")
-	}
+	obj := ast.NewObject(
+		ast.Item(str("request"), requestTerm(in.Request)),
+		ast.Item(str("namespace"), namespaceTerm(in.Namespace)),
+		ast.Item(str("workload"), workloadTerm(&in.Workload)),
+		ast.Item(str("usage"), usageTerm(in.Usage)),
+	)
 	if in.Object != nil {
 		raw, err := ast.InterfaceToValue(in.Object)
 		if err != nil {
 			return nil, fmt.Errorf("unable to convert the raw object: %w", err)
 		}
-		obj.Insert(ast.InternedTerm("object"), ast.NewTerm(raw))
+		obj.Insert(str("object"), ast.NewTerm(raw))
 	}
 	return obj, nil
 }

@@ -19,11 +19,11 @@ directives := {
 	"preemptible": _preemptible,
 	"gangMin": preemption.gang_min,
 	"requiredLevel": _required,
-	"requiredLabel": _label(_required),
-	"requiredTier": _tier(_required),
+	"requiredLabel": _required_level.label,
+	"requiredTier": _required_level.tier,
 	"preferredLevel": _preferred,
-	"preferredLabel": _label(_preferred),
-	"preferredTier": _tier(_preferred),
+	"preferredLabel": _preferred_level.label,
+	"preferredTier": _preferred_level.tier,
 	"topologyName": _topology_name,
 	"labels": {"mandate.dev/tenant": lib.tenant},
 	"annotations": _annotations,
@@ -53,13 +53,11 @@ _preferred := l if {
 	l := topology.preferred_level
 } else := ""
 
-_label(level) := topology.label(level) if level != ""
+_no_level := {"label": "", "tier": 0}
 
-else := ""
+_required_level := object.get(topology.levels, _required, _no_level)
 
-_tier(level) := topology.tier(level) if level != ""
-
-else := 0
+_preferred_level := object.get(topology.levels, _preferred, _no_level)
 
 _topology_name := n if {
 	_required != ""
@@ -67,10 +65,8 @@ _topology_name := n if {
 } else := ""
 
 # Annotations for people reading the object; empty values are left out.
-_annotations := {k: v |
-	some [k, v] in [
-		["mandate.dev/class", lib.workload.class],
-		["mandate.dev/may-preempt", concat(",", preemption.may_preempt)],
-	]
-	v != ""
-}
+_annotations := object.union({"mandate.dev/class": lib.workload.class}, _may_preempt)
+
+_may_preempt := {"mandate.dev/may-preempt": concat(",", preemption.may_preempt)} if {
+	count(preemption.may_preempt) > 0
+} else := {}

@@ -29,10 +29,9 @@ _usage(t) := _usages[t]
 # Quota and usage per limited tenant, computed once per decision.
 _quotas := {t: model.tenants[t].quota[_resource] | some t in _limited}
 
-_usages := {t: u |
-	some t in _limited
-	u := object.union({"total": 0, "nonPreemptible": 0}, object.get(input, ["usage", t, _resource], {}))
-}
+_usages := {t: object.get(input, ["usage", t, _resource], _no_usage) | some t in _limited}
+
+_no_usage := {"total": 0, "nonPreemptible": 0}
 
 deny contains v if {
 	lib.tenant_known

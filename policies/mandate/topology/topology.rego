@@ -14,15 +14,14 @@ import data.mandate.model
 _levels := [l.name | some l in model.topology.levels]
 
 # index of a level, 0 for the widest.
-_index(name) := _level_index[name]
-
 _level_index := {name: i | some i, name in _levels}
 
-# label and tier of a level; tiers count from the narrowest (0) upwards, the
-# way Volcano's highestTierAllowed counts network tiers.
-label(name) := model.topology.levels[_index(name)].nodeLabel
-
-tier(name) := (count(_levels) - 1) - _index(name)
+# The node label and tier of each level by name; tiers count from the
+# narrowest (0) upwards, the way Volcano's highestTierAllowed counts network
+# tiers.
+levels := {l.name: {"label": l.nodeLabel, "tier": (count(_levels) - 1) - i} |
+	some i, l in model.topology.levels
+}
 
 # The first rule whose maxGPUs covers the whole gang (a rule without maxGPUs
 # covers everything).
@@ -38,7 +37,7 @@ _requested_preferred := lib.workload.topology.preferred
 deny contains v if {
 	some name in [_requested, _requested_preferred]
 	name != ""
-	not _index(name)
+	not _level_index[name]
 	v := lib.violation("TOPOLOGY_UNKNOWN_LEVEL", "topology", sprintf(
 		"topology level %q is not one of this cluster's levels: %s",
 		[name, concat(", ", _levels)],
@@ -48,7 +47,7 @@ deny contains v if {
 # The required level: the rule's, or a tighter one the workload asks for.
 required_level := _requested if {
 	_requested != ""
-	_index(_requested) > _index(_rule.required)
+	_level_index[_requested] > _level_index[_rule.required]
 } else := _rule.required
 
 # The preferred level: what the workload asks for, else the rule's; never
@@ -56,7 +55,7 @@ required_level := _requested if {
 preferred_level := p if {
 	some p in [_requested_preferred, object.get(_rule, "preferred", "")]
 	p != ""
-	_index(p) >= _index(required_level)
+	_level_index[p] >= _level_index[required_level]
 }
 
 _preferred := p if {
@@ -127,7 +126,7 @@ warn contains v if {
 _requested_unknown if {
 	some name in [_requested, _requested_preferred]
 	name != ""
-	not _index(name)
+	not _level_index[name]
 }
 
 explain := {
