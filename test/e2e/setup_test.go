@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +61,10 @@ func freePort(t *testing.T) int {
 
 // start runs the API server with the webhook configurations registered and
 // Mandate's manager serving them, and waits until /readyz answers 200.
-func start(t *testing.T) *suite {
+// start runs the API server and mandate serve in-process, with the given
+// extra controllers (controller names are process-wide, so at most one test
+// per binary may add the gang controller).
+func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 	t.Helper()
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctrl.SetLogger(log)
@@ -89,6 +94,7 @@ func start(t *testing.T) *suite {
 		HealthAddr:  s.healthAddr,
 		MetricsAddr: "0",
 		Namespace:   mandateNamespace,
+		Setup:       setup,
 	})
 	if err != nil {
 		cancel()
