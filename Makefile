@@ -38,8 +38,9 @@ lint: build ## gofmt, go vet, opa fmt and opa check --strict through mandate opa
 	$(MANDATE) opa check --strict policies/
 
 .PHONY: fuzz
-fuzz: ## Fuzz the workload normaliser (FUZZTIME=10m for a long run).
+fuzz: ## Fuzz the workload normaliser and the admission handler (FUZZTIME=10m for a long run).
 	$(GO) test ./webhook/workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.
