@@ -31,11 +31,13 @@ demo: build envtest-assets ## Run mandate serve as the webhook of a local kube-a
 	$(GO) run ./hack/demo --mandate $(MANDATE) --examples examples
 
 .PHONY: lint
-lint: build ## gofmt, go vet, opa fmt and opa check --strict through mandate opa.
+lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(MANDATE) opa fmt --list --fail policies/
 	$(MANDATE) opa check --strict policies/
+	hack/envtest-assets.sh helm
+	$(BIN)/k8s/helm lint --strict charts/mandate
 
 .PHONY: fuzz
 fuzz: ## Fuzz the workload normaliser and the admission handler (FUZZTIME=10m for a long run).

@@ -1,0 +1,146 @@
+{{/* The chart name. */}}
+{{- define "mandate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name: the prefix of every resource. */}}
+{{- define "mandate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Common labels. */}}
+{{- define "mandate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "mandate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: mandate
+{{- end }}
+
+{{/* Selector labels. */}}
+{{- define "mandate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "mandate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: webhook
+{{- end }}
+
+{{/* The ServiceAccount name. */}}
+{{- define "mandate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "mandate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference. */}}
+{{- define "mandate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The TLS Secret the webhook serves from; fails without cert-manager and without one. */}}
+{{- define "mandate.tlsSecretName" -}}
+{{- if .Values.certManager.enabled }}
+{{- default (printf "%s-tls" (include "mandate.fullname" .)) .Values.tls.secretName }}
+{{- else }}
+{{- include "mandate.validateTLS" . }}
+{{- .Values.tls.secretName }}
+{{- end }}
+{{- end }}
+
+{{/* The serving Certificate's name (the inject-ca-from target). */}}
+{{- define "mandate.servingCertName" -}}
+{{- printf "%s-serving" (include "mandate.fullname" .) }}
+{{- end }}
+
+{{/*
+The webhooks' clientConfig for a path (dict "ctx" $ "path" "/mutate").
+Without cert-manager the caBundle is required.
+*/}}
+{{- define "mandate.clientConfig" -}}
+{{- $ := .ctx -}}
+service:
+  namespace: {{ $.Release.Namespace }}
+  name: {{ include "mandate.fullname" $ }}
+  path: {{ .path }}
+  port: 443
+{{- if not $.Values.certManager.enabled }}
+{{- include "mandate.validateTLS" $ }}
+caBundle: {{ $.Values.tls.caBundle }}
+{{- end }}
+{{- end }}
+
+{{/* Namespaces the workload webhooks never govern (webhook.Configurations). */}}
+{{- define "mandate.excludedNamespaces" -}}
+{{- $ns := concat (list "kube-system" "kube-public" "kube-node-lease") .Values.webhook.extraExcludedNamespaces (list .Release.Namespace) | uniq }}
+{{- toJson $ns }}
+{{- end }}
+
+{{/* The workload rules of webhook.Configurations (CREATE of governed kinds). */}}
+{{- define "mandate.workloadRules" -}}
+rules:
+  - operations: ["CREATE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods"]
+    scope: Namespaced
+  - operations: ["CREATE"]
+    apiGroups: ["batch"]
+    apiVersions: ["v1"]
+    resources: ["jobs"]
+    scope: Namespaced
+  - operations: ["CREATE"]
+    apiGroups: ["kubeflow.org"]
+    apiVersions: ["v1"]
+    resources: ["pytorchjobs"]
+    scope: Namespaced
+  - operations: ["CREATE"]
+    apiGroups: ["batch.volcano.sh"]
+    apiVersions: ["v1alpha1"]
+    resources: ["jobs"]
+    scope: Namespaced
+{{- end }}
+
+{{/* Everything a workload webhook has besides its name and clientConfig. */}}
+{{- define "mandate.workloadWebhookCommon" -}}
+{{ include "mandate.workloadRules" . }}
+failurePolicy: {{ .Values.webhook.failurePolicy }}
+matchPolicy: Exact
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: {{ include "mandate.excludedNamespaces" . }}
+sideEffects: None
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+admissionReviewVersions: ["v1"]
+matchConditions:
+  # A DaemonSet's pods run one per node, outside any tenant's gang.
+  - name: not-daemonset-pod
+    expression: >-
+      !has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/'))
+  # Mirror pods are the kubelet's static pods, already running.
+  - name: not-mirror-pod
+    expression: >-
+      !has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)
+{{- end }}
+
+{{/* Without cert-manager, the Secret and the CA bundle must both be given. */}}
+{{- define "mandate.validateTLS" -}}
+{{- if and (not .Values.certManager.enabled) (or (not .Values.tls.secretName) (not .Values.tls.caBundle)) }}
+{{- fail "certManager.enabled is false: tls.secretName (an existing kubernetes.io/tls Secret with tls.crt and tls.key in the release namespace) and tls.caBundle (the base64 PEM CA that signed it) are both required" }}
+{{- end }}
+{{- end }}
