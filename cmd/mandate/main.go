@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand())
+	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
 	return root
 }
 
