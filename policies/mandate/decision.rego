@@ -15,10 +15,6 @@ import data.mandate.quota
 import data.mandate.tenancy
 import data.mandate.topology
 
-_denies := (((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | preemption.deny
-
-_warns := quota.warn | topology.warn
-
 _explain["tenancy"] := tenancy.explain
 
 _explain["priority"] := priority.explain
@@ -32,10 +28,12 @@ _explain["preemption"] := preemption.explain
 # METADATA
 # entrypoint: true
 decision := {
-	"allowed": count(_denies) == 0,
-	"violations": [v | some v in sort(_denies)],
-	"warnings": sort([w.message | some w in _warns]),
-	"directives": _directives,
+	"allowed": count(denies) == 0,
+	"violations": [v | some v in sort(denies)],
+	"warnings": sort([w.message | some w in (quota.warn | topology.warn)]),
+	"directives": array.concat([d | d := directives.directives], [{}])[0],
+} if {
+	denies := (((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | preemption.deny
 }
 
 # METADATA
@@ -44,7 +42,3 @@ explanations := [_explain[d] |
 	some d in ["tenancy", "priority", "quota", "topology", "preemption"]
 	_explain[d]
 ]
-
-_directives := directives.directives if {
-	directives.directives
-} else := {}

@@ -12,61 +12,38 @@ import data.mandate.model
 import data.mandate.preemption
 import data.mandate.topology
 
-directives := {
-	"scheduler": _scheduler,
-	"queue": _queue,
+directives := object.union(_topology, {
+	"scheduler": array.concat([s | some t in lib.chain; s := model.tenants[t].scheduler], ["default"])[0],
+	"queue": object.get(model.tenants[lib.tenant], "queue", lib.tenant),
 	"priorityClass": lib.effective_class,
-	"preemptible": _preemptible,
+	"preemptible": preemption.preemptible_flag,
 	"gangMin": preemption.gang_min,
-	"requiredLevel": _required,
-	"requiredLabel": _required_level.label,
-	"requiredTier": _required_level.tier,
-	"preferredLevel": _preferred,
-	"preferredLabel": _preferred_level.label,
-	"preferredTier": _preferred_level.tier,
-	"topologyName": _topology_name,
 	"labels": {"mandate.dev/tenant": lib.tenant},
-	"annotations": _annotations,
-} if lib.tenant_known
-
-_scheduler := s if {
-	s := lib.inherited("scheduler")
-} else := "default"
-
-# Each tenant has its own queue; a tenant without one uses its name.
-_queue := q if {
-	q := model.tenants[lib.tenant].queue
-} else := lib.tenant
-
-_preemptible if preemption.preemptible
-
-else := false
+	"annotations": object.union({"mandate.dev/class": input.workload.class}, {"mandate.dev/may-preempt": concat(",", mp) | count(mp) > 0}),
+}) if {
+	lib.tenant_known
+	mp := object.get(model.preemption.mayPreempt, lib.effective_class, [])
+}
 
 # Topology directives only for GPU gangs the rules place.
-_required := l if {
+_topology := {
+	"requiredLevel": r,
+	"requiredLabel": object.get(topology.facts.levels, [r, "label"], ""),
+	"requiredTier": object.get(topology.facts.levels, [r, "tier"], 0),
+	"preferredLevel": p,
+	"preferredLabel": object.get(topology.facts.levels, [p, "label"], ""),
+	"preferredTier": object.get(topology.facts.levels, [p, "tier"], 0),
+	"topologyName": {true: object.get(model.topology, "name", ""), false: ""}[r != ""],
+} if {
 	lib.gpu_workload
-	l := topology.required_level
-} else := ""
-
-_preferred := l if {
-	lib.gpu_workload
-	l := topology.preferred_level
-} else := ""
-
-_no_level := {"label": "", "tier": 0}
-
-_required_level := object.get(topology.levels, _required, _no_level)
-
-_preferred_level := object.get(topology.levels, _preferred, _no_level)
-
-_topology_name := n if {
-	_required != ""
-	n := model.topology.name
-} else := ""
-
-# Annotations for people reading the object; empty values are left out.
-_annotations := object.union({"mandate.dev/class": lib.workload.class}, _may_preempt)
-
-_may_preempt := {"mandate.dev/may-preempt": concat(",", preemption.may_preempt)} if {
-	count(preemption.may_preempt) > 0
-} else := {}
+	r := topology.required_level
+	p := topology.preferred_or_empty
+} else := {
+	"requiredLevel": "",
+	"requiredLabel": "",
+	"requiredTier": 0,
+	"preferredLevel": "",
+	"preferredLabel": "",
+	"preferredTier": 0,
+	"topologyName": "",
+}

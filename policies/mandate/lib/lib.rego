@@ -18,24 +18,16 @@ tenant := input.namespace.labels["mandate.dev/tenant"]
 tenant_known if model.tenants[tenant]
 
 # The tenant and its ancestors, nearest first. Hierarchies up to six deep.
+# One comprehension walks the parents (a tenant without one has parent "").
 chain := [t |
-	some t in [tenant, _a1, _a2, _a3, _a4, _a5]
+	a1 := object.get(model.tenants, [tenant, "parent"], "")
+	a2 := object.get(model.tenants, [a1, "parent"], "")
+	a3 := object.get(model.tenants, [a2, "parent"], "")
+	a4 := object.get(model.tenants, [a3, "parent"], "")
+	a5 := object.get(model.tenants, [a4, "parent"], "")
+	some t in [tenant, a1, a2, a3, a4, a5]
 	t != ""
 ]
-
-_up(t) := p if {
-	p := model.tenants[t].parent
-} else := ""
-
-_a1 := _up(tenant)
-
-_a2 := _up(_a1)
-
-_a3 := _up(_a2)
-
-_a4 := _up(_a3)
-
-_a5 := _up(_a4)
 
 # inherited(key) is the value of key on the nearest tenant of the chain that
 # sets it.
@@ -45,22 +37,24 @@ inherited(key) := [v |
 ][0]
 
 # The priority classes the tenant may use (its own list, else its parent's).
-allowed_classes := inherited("priorityClasses")
+allowed_classes := [v |
+	some t in chain
+	v := model.tenants[t].priorityClasses
+][0]
 
 # The class the workload runs at: what it asked for, else the default for its
 # workload class.
-effective_class := workload.priorityClass if {
-	workload.priorityClass != ""
-} else := model.classDefaults[workload.class]
+effective_class := array.concat(
+	[c | c := workload.priorityClass; c != ""],
+	[c | c := model.classDefaults[workload.class]],
+)[0]
 
 tier := model.priorities[effective_class]
 
 gpu_workload if workload.totalGPUs > 0
 
 # The number of pods that must run together: the elastic minimum, else all.
-gang_size := workload.minPods if {
-	workload.minPods > 0
-} else := workload.pods
+gang_size := array.concat([n | n := workload.minPods; n > 0], [n | n := workload.pods])[0]
 
 violation(code, dimension, message) := {
 	"code": code,

@@ -11,32 +11,28 @@ import data.mandate.lib
 import data.mandate.model
 import data.mandate.quota
 
-preemptible if lib.tier.preemptible
+preemptible if preemptible_flag
 
-preemptible if {
+# preemptible_flag is preemptible as a boolean, computed once per decision.
+preemptible_flag if {
+	lib.tier.preemptible
+} else if {
 	quota.over_guarantee
 	model.quotaPolicy.overGuarantee == "preemptible"
-}
+} else := false
 
 # The tiers this workload's tier may preempt.
 may_preempt := object.get(model.preemption.mayPreempt, lib.effective_class, [])
 
-# Scheduler keys by which a workload could claim to be non-preemptible.
-_self_exempt contains "kai.scheduler/preemptibility=non-preemptible" if {
-	some obj in _carriers
-	obj.labels["kai.scheduler/preemptibility"] == "non-preemptible"
-}
-
-_self_exempt contains "volcano.sh/preemptable=false" if {
-	some obj in _carriers
-	obj.annotations["volcano.sh/preemptable"] == "false"
-}
-
-_carriers := [lib.workload] # the object's own labels and annotations
-
+# Scheduler keys by which a workload could claim to be non-preemptible, set
+# in the object's own labels and annotations.
 deny contains v if {
-	preemptible
-	some key in _self_exempt
+	preemptible_flag
+	some key, set_itself in {
+		"kai.scheduler/preemptibility=non-preemptible": object.get(input.workload, ["labels", "kai.scheduler/preemptibility"], null) == "non-preemptible",
+		"volcano.sh/preemptable=false": object.get(input.workload, ["annotations", "volcano.sh/preemptable"], null) == "false",
+	}
+	set_itself
 	v := lib.violation("PREEMPTION_SELF_EXEMPT", "preemption", sprintf(
 		"the workload sets %s itself, but the authority model makes %s work of tenant %s preemptible; remove the key (only the model grants exemptions)",
 		[key, lib.effective_class, lib.tenant],
@@ -44,9 +40,11 @@ deny contains v if {
 }
 
 # Gangs are preempted whole: the scheduler sees one gang of this many pods.
-gang_min := lib.gang_size if model.preemption.gangsWhole
-
-gang_min := 0 if not model.preemption.gangsWhole
+gang_min := lib.gang_size if {
+	model.preemption.gangsWhole
+} else := 0 if {
+	not model.preemption.gangsWhole
+}
 
 explain := {
 	"dimension": "preemption",
@@ -65,5 +63,5 @@ _may_preempt_text := concat(", ", may_preempt) if {
 _state := "preemptible (tier)" if {
 	lib.tier.preemptible
 } else := "preemptible (beyond guarantee)" if {
-	preemptible
+	preemptible_flag
 } else := "not preemptible"

@@ -11,32 +11,35 @@ import data.mandate.model
 
 deny contains v if {
 	lib.tenant_known
-	not lib.effective_class
-	v := lib.violation("PRIORITY_NO_DEFAULT", "priority", sprintf(
-		"workload class %q has no default priority class in the authority model; set spec.priorityClassName to one of: %s",
-		[lib.workload.class, lib.describe_classes(lib.allowed_classes)],
-	))
+	not _class_ok
+	v := _violation
 }
 
-deny contains v if {
-	lib.tenant_known
+# The workload's class is a tier the tenant may use.
+_class_ok if {
+	c := lib.effective_class
+	model.priorities[c]
+	c in lib.allowed_classes
+}
+
+_violation := lib.violation("PRIORITY_NO_DEFAULT", "priority", sprintf(
+	"workload class %q has no default priority class in the authority model; set spec.priorityClassName to one of: %s",
+	[lib.workload.class, lib.describe_classes(lib.allowed_classes)],
+)) if {
+	not lib.effective_class
+} else := lib.violation("PRIORITY_UNKNOWN", "priority", sprintf(
+	"priority class %q is not a tier of the authority model; tenant %s may use: %s",
+	[c, lib.tenant, lib.describe_classes(lib.allowed_classes)],
+)) if {
 	c := lib.effective_class
 	not model.priorities[c]
-	v := lib.violation("PRIORITY_UNKNOWN", "priority", sprintf(
-		"priority class %q is not a tier of the authority model; tenant %s may use: %s",
-		[c, lib.tenant, lib.describe_classes(lib.allowed_classes)],
-	))
-}
-
-deny contains v if {
-	lib.tenant_known
+} else := lib.violation("PRIORITY_NOT_ALLOWED", "priority", sprintf(
+	"priority class %s (%d) is above tenant %s's tier; it may use: %s",
+	[c, lib.tier.value, lib.tenant, lib.describe_classes(lib.allowed_classes)],
+)) if {
 	c := lib.effective_class
 	model.priorities[c]
 	not c in lib.allowed_classes
-	v := lib.violation("PRIORITY_NOT_ALLOWED", "priority", sprintf(
-		"priority class %s (%d) is above tenant %s's tier; it may use: %s",
-		[c, lib.tier.value, lib.tenant, lib.describe_classes(lib.allowed_classes)],
-	))
 }
 
 explain := {

@@ -12,103 +12,91 @@ package mandate.quota
 import data.mandate.lib
 import data.mandate.model
 
-_resource := lib.workload.gpuResource
-
-_request := lib.workload.totalGPUs
-
-# The tenants of the chain that set a quota for the resource, nearest first.
-_limited := [t |
-	some t in lib.chain
-	model.tenants[t].quota[_resource]
-]
-
-_quota(t) := _quotas[t]
-
-_usage(t) := _usages[t]
-
-# Quota and usage per limited tenant, computed once per decision.
-_quotas := {t: model.tenants[t].quota[_resource] | some t in _limited}
-
-_usages := {t: object.get(input, ["usage", t, _resource], _no_usage) | some t in _limited}
-
-_no_usage := {"total": 0, "nonPreemptible": 0}
+# Per decision, one pass over the chain: the tenants that set a quota for
+# the resource (nearest first) with their quota and usage, and the nearest
+# ones in breach.
+_q := {
+	"limited": limited,
+	"breach": [l |
+		some l in limited
+		input.workload.totalGPUs > l.quota.ceiling
+	],
+	"busy": [l |
+		some l in limited
+		n := input.workload.totalGPUs
+		n <= l.quota.ceiling
+		l.usage.total + n > l.quota.ceiling
+	],
+	"guarantee": [l |
+		some l in limited
+		l.usage.nonPreemptible + input.workload.totalGPUs > l.quota.guaranteed
+	],
+} if {
+	limited := [{"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, r], {"total": 0, "nonPreemptible": 0})} |
+		r := input.workload.gpuResource
+		some t in lib.chain
+		q := model.tenants[t].quota[r]
+	]
+}
 
 deny contains v if {
 	lib.tenant_known
 	lib.gpu_workload
-	count(_limited) == 0
+	count(_q.limited) == 0
 	v := lib.violation("QUOTA_NO_RESOURCE", "quota", sprintf(
 		"tenant %s has no quota for %s (neither it nor its parents %v); ask for a quota or request a GPU resource it has",
-		[lib.tenant, _resource, array.slice(lib.chain, 1, count(lib.chain))],
+		[lib.tenant, input.workload.gpuResource, array.slice(lib.chain, 1, count(lib.chain))],
 	))
 }
-
-# The nearest tenant whose ceiling the workload alone exceeds.
-_ceiling_breach := [t |
-	some t in _limited
-	_request > _quota(t).ceiling
-][0]
 
 deny contains v if {
 	lib.gpu_workload
-	t := _ceiling_breach
+	l := _q.breach[0]
 	v := lib.violation("QUOTA_EXCEEDS_CEILING", "quota", sprintf(
 		"the workload needs %d %s but tenant %s's ceiling is %d, so it could never run; ask for at most %d or have the ceiling of %s raised",
-		[_request, _resource, t, _quota(t).ceiling, _quota(t).ceiling, t],
+		[input.workload.totalGPUs, input.workload.gpuResource, l.tenant, l.quota.ceiling, l.quota.ceiling, l.tenant],
 	))
 }
-
-# The nearest tenant whose ceiling is too full right now.
-_ceiling_busy := [t |
-	some t in _limited
-	_request <= _quota(t).ceiling
-	_usage(t).total + _request > _quota(t).ceiling
-][0]
 
 warn contains v if {
 	lib.gpu_workload
-	not _ceiling_breach
-	t := _ceiling_busy
-	free := _quota(t).ceiling - _usage(t).total
+	count(_q.breach) == 0
+	l := _q.busy[0]
+	n := input.workload.totalGPUs
+	free := l.quota.ceiling - l.usage.total
 	v := lib.violation("QUOTA_CEILING_BUSY", "quota", sprintf(
 		"tenant %s uses %d of its %d %s ceiling; this workload needs %d and waits in the queue until %d more are released",
-		[t, _usage(t).total, _quota(t).ceiling, _resource, _request, _request - free],
+		[l.tenant, l.usage.total, l.quota.ceiling, input.workload.gpuResource, n, n - free],
 	))
 }
-
-# The nearest tenant whose guarantee non-preemptible work would exceed.
-_guarantee_breach := [t |
-	some t in _limited
-	_usage(t).nonPreemptible + _request > _quota(t).guaranteed
-][0]
 
 # over_guarantee: this non-preemptible workload would go beyond a guarantee.
 over_guarantee if {
 	lib.gpu_workload
 	lib.tier.preemptible == false
-	_guarantee_breach
+	_q.guarantee[0]
 }
 
-_over_guarantee_message(t) := sprintf(
+_over_guarantee_message(l) := sprintf(
 	"non-preemptible work may only use guaranteed GPUs: tenant %s has %d of %d guaranteed %s in non-preemptible use and this workload needs %d more",
-	[t, _usage(t).nonPreemptible, _quota(t).guaranteed, _resource, _request],
+	[l.tenant, l.usage.nonPreemptible, l.quota.guaranteed, input.workload.gpuResource, input.workload.totalGPUs],
 )
 
 deny contains v if {
-	over_guarantee
 	model.quotaPolicy.overGuarantee == "deny"
+	over_guarantee
 	v := lib.violation("QUOTA_OVER_GUARANTEE", "quota", sprintf(
 		"%s; use a preemptible class (%s)",
-		[_over_guarantee_message(_guarantee_breach), lib.describe_classes(_preemptible_allowed)],
+		[_over_guarantee_message(_q.guarantee[0]), lib.describe_classes(_preemptible_allowed)],
 	))
 }
 
 warn contains v if {
-	over_guarantee
 	model.quotaPolicy.overGuarantee == "preemptible"
+	over_guarantee
 	v := lib.violation("QUOTA_TURNED_PREEMPTIBLE", "quota", sprintf(
 		"%s, so it runs preemptible: it may be stopped when guaranteed work needs the GPUs",
-		[_over_guarantee_message(_guarantee_breach)],
+		[_over_guarantee_message(_q.guarantee[0])],
 	))
 }
 
@@ -119,20 +107,20 @@ _preemptible_allowed := [c |
 
 # The tenant whose numbers explain the verdict: the one in breach, else the
 # nearest one with a quota.
-_shown := t if {
-	t := _ceiling_breach
-} else := t if {
-	t := _ceiling_busy
-} else := t if {
+_shown := l if {
+	l := _q.breach[0]
+} else := l if {
+	l := _q.busy[0]
+} else := l if {
 	over_guarantee
-	t := _guarantee_breach
-} else := _limited[0]
+	l := _q.guarantee[0]
+} else := _q.limited[0]
 
 explain := {
 	"dimension": "quota",
 	"verdict": lib.verdict(deny, warn),
-	"limit": sprintf("tenant %s: guaranteed %d, ceiling %d %s", [_shown, _quota(_shown).guaranteed, _quota(_shown).ceiling, _resource]),
-	"current": sprintf("%d in use (%d non-preemptible) + %d requested", [_usage(_shown).total, _usage(_shown).nonPreemptible, _request]),
+	"limit": sprintf("tenant %s: guaranteed %d, ceiling %d %s", [_shown.tenant, _shown.quota.guaranteed, _shown.quota.ceiling, input.workload.gpuResource]),
+	"current": sprintf("%d in use (%d non-preemptible) + %d requested", [_shown.usage.total, _shown.usage.nonPreemptible, input.workload.totalGPUs]),
 } if {
 	lib.gpu_workload
 	_shown

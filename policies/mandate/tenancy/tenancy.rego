@@ -9,20 +9,20 @@ import data.mandate.lib
 import data.mandate.model
 
 deny contains v if {
-	not lib.tenant
-	v := lib.violation("TENANT_MISSING", "tenancy", sprintf(
-		"namespace %q has no mandate.dev/tenant label, so no tenant's authority covers it; ask a Mandate admin to run: kubectl label namespace %s mandate.dev/tenant=<tenant> (tenants: %s)",
-		[input.namespace.name, input.namespace.name, lib.tenant_names],
-	))
+	not lib.tenant_known
+	v := _violation
 }
 
-deny contains v if {
+_violation := lib.violation("TENANT_MISSING", "tenancy", sprintf(
+	"namespace %q has no mandate.dev/tenant label, so no tenant's authority covers it; ask a Mandate admin to run: kubectl label namespace %s mandate.dev/tenant=<tenant> (tenants: %s)",
+	[input.namespace.name, input.namespace.name, lib.tenant_names],
+)) if {
+	not lib.tenant
+} else := lib.violation("TENANT_UNKNOWN", "tenancy", sprintf(
+	"namespace %q is labelled mandate.dev/tenant=%s, which is not a tenant of the authority model; known tenants: %s",
+	[input.namespace.name, lib.tenant, lib.tenant_names],
+)) if {
 	lib.tenant
-	not lib.tenant_known
-	v := lib.violation("TENANT_UNKNOWN", "tenancy", sprintf(
-		"namespace %q is labelled mandate.dev/tenant=%s, which is not a tenant of the authority model; known tenants: %s",
-		[input.namespace.name, lib.tenant, lib.tenant_names],
-	))
 }
 
 explain := {

@@ -11,56 +11,62 @@ package mandate.topology
 import data.mandate.lib
 import data.mandate.model
 
-_levels := [l.name | some l in model.topology.levels]
-
-# index of a level, 0 for the widest.
-_level_index := {name: i | some i, name in _levels}
-
-# The node label and tier of each level by name; tiers count from the
-# narrowest (0) upwards, the way Volcano's highestTierAllowed counts network
-# tiers.
-levels := {l.name: {"label": l.nodeLabel, "tier": (count(_levels) - 1) - i} |
-	some i, l in model.topology.levels
+# The model's topology facts, computed once per decision: the level names
+# (widest first), the index of each (0 for the widest), the node label and
+# tier of each level by name (tiers count from the narrowest (0) upwards, the
+# way Volcano's highestTierAllowed counts network tiers), the rules whose
+# maxGPUs covers the whole gang (a rule without maxGPUs covers everything)
+# and the levels the workload names that the cluster does not have.
+facts := {
+	"names": names,
+	"index": index,
+	"levels": {l.name: {"label": l.nodeLabel, "tier": top - i} |
+		some i, l in model.topology.levels
+	},
+	"rules": [r |
+		n := input.workload.totalGPUs
+		some r in model.topology.rules
+		n <= object.get(r, "maxGPUs", n)
+	],
+	"unknown": [name |
+		some name in [input.workload.topology.required, input.workload.topology.preferred]
+		name != ""
+		not index[name]
+	],
+} if {
+	names := [l.name | some l in model.topology.levels]
+	index := {name: i | some i, name in names}
+	top := count(names) - 1
 }
 
-# The first rule whose maxGPUs covers the whole gang (a rule without maxGPUs
-# covers everything).
-_rule := [r |
-	some r in model.topology.rules
-	lib.workload.totalGPUs <= object.get(r, "maxGPUs", lib.workload.totalGPUs)
-][0]
-
-_requested := lib.workload.topology.required
-
-_requested_preferred := lib.workload.topology.preferred
+# The node label and tier of each level by name.
+levels := facts.levels
 
 deny contains v if {
-	some name in [_requested, _requested_preferred]
-	name != ""
-	not _level_index[name]
+	some name in facts.unknown
 	v := lib.violation("TOPOLOGY_UNKNOWN_LEVEL", "topology", sprintf(
 		"topology level %q is not one of this cluster's levels: %s",
-		[name, concat(", ", _levels)],
+		[name, concat(", ", facts.names)],
 	))
 }
 
 # The required level: the rule's, or a tighter one the workload asks for.
-required_level := _requested if {
-	_requested != ""
-	_level_index[_requested] > _level_index[_rule.required]
-} else := _rule.required
+required_level := r if {
+	r := input.workload.topology.required
+	r != ""
+	facts.index[r] > facts.index[facts.rules[0].required]
+} else := facts.rules[0].required
 
 # The preferred level: what the workload asks for, else the rule's; never
 # wider than the required level.
-preferred_level := p if {
-	some p in [_requested_preferred, object.get(_rule, "preferred", "")]
+preferred_level := [p |
+	some p in [input.workload.topology.preferred, object.get(facts.rules[0], "preferred", "")]
 	p != ""
-	_level_index[p] >= _level_index[required_level]
-}
+	facts.index[p] >= facts.index[required_level]
+][0]
 
-_preferred := p if {
-	p := preferred_level
-} else := ""
+# preferred_or_empty is the preferred level, else "".
+preferred_or_empty := array.concat([p | p := preferred_level], [""])[0]
 
 # One answer per decision from the placement builtin (the live snapshot, or
 # the fixture in data.mandate.cluster in tests).
@@ -70,7 +76,7 @@ placement := mandate.placement({
 	"resource": lib.workload.gpuResource,
 	"product": lib.workload.gpuProduct,
 	"requiredLevel": required_level,
-	"preferredLevel": _preferred,
+	"preferredLevel": preferred_or_empty,
 	"cluster": _cluster,
 }) if lib.gpu_workload
 
@@ -90,21 +96,21 @@ _product_suffix := sprintf(" (%s)", [lib.workload.gpuProduct]) if {
 } else := ""
 
 deny contains v if {
+	placement
 	not placement.fitsEmpty
-	placement.largest.podSlots > 0
-	v := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
-		"%s must sit within one %s, but the largest %s (%s) holds only %d such pods even when empty; ask for at most %d pods or fewer GPUs per pod",
-		[_gang, required_level, required_level, placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots],
-	))
+	v := _never_fits
 }
 
-deny contains v if {
-	not placement.fitsEmpty
+_never_fits := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
+	"%s must sit within one %s, but the largest %s (%s) holds only %d such pods even when empty; ask for at most %d pods or fewer GPUs per pod",
+	[_gang, required_level, required_level, placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots],
+)) if {
+	placement.largest.podSlots > 0
+} else := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
+	"%s can never be placed: no healthy node in this cluster offers %d %s%s per pod",
+	[_gang, lib.workload.gpusPerPod, lib.workload.gpuResource, _product_suffix],
+)) if {
 	placement.largest.podSlots == 0
-	v := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
-		"%s can never be placed: no healthy node in this cluster offers %d %s%s per pod",
-		[_gang, lib.workload.gpusPerPod, lib.workload.gpuResource, _product_suffix],
-	))
 }
 
 warn contains v if {
@@ -119,14 +125,8 @@ warn contains v if {
 warn contains v if {
 	lib.gpu_workload
 	not placement
-	not _requested_unknown
+	count(facts.unknown) == 0
 	v := lib.violation("TOPOLOGY_UNCHECKED", "topology", "no cluster snapshot was available, so topology placement was not checked")
-}
-
-_requested_unknown if {
-	some name in [_requested, _requested_preferred]
-	name != ""
-	not _level_index[name]
 }
 
 explain := {

@@ -67,3 +67,15 @@ test_no_snapshot_warns_unchecked if {
 	some v in topology.warn with input as _in({})
 	v.code == "TOPOLOGY_UNCHECKED"
 }
+
+test_requested_preferred_level_wins_over_the_rules if {
+	inp := _in(object.union(testing.gang(8, 8), {"topology": {"required": "", "preferred": "node"}}))
+	topology.required_level == "block" with input as inp
+	topology.preferred_level == "node" with input as inp
+	topology.preferred_level == "clique" with input as _in(testing.gang(8, 8))
+}
+
+test_preferred_level_wider_than_required_is_ignored if {
+	inp := _in(object.union(testing.gang(8, 8), {"topology": {"required": "", "preferred": "zone"}}))
+	topology.preferred_level == "clique" with input as inp
+}
