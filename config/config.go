@@ -1,0 +1,89 @@
+// Package config owns the typed configuration of `mandate serve`: its keys,
+// defaults, environment variables and validation. Values come from a YAML
+// file, MANDATE_* environment variables and flags (flags > env > file >
+// defaults); Load decodes them strictly, so an unknown key or a value of the
+// wrong type is an error naming the key, and Validate says for each key what
+// was wrong and what is allowed.
+package config
+
+import (
+	"time"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/webhook"
+)
+
+// Serve is the configuration of `mandate serve`.
+type Serve struct {
+	// Kubeconfig reaches the API server; in-cluster, $KUBECONFIG or
+	// ~/.kube/config when empty.
+	Kubeconfig string `json:"kubeconfig" yaml:"kubeconfig" mapstructure:"kubeconfig"`
+	// Webhook is the admission webhook server.
+	Webhook Webhook `json:"webhook" yaml:"webhook" mapstructure:"webhook"`
+	// HealthAddr serves /healthz and /readyz; "0" disables it.
+	HealthAddr string `json:"healthAddr" yaml:"healthAddr" mapstructure:"healthAddr"`
+	// MetricsAddr serves /metrics; "0" disables it.
+	MetricsAddr string `json:"metricsAddr" yaml:"metricsAddr" mapstructure:"metricsAddr"`
+	// Policies is a policy directory; the embedded default authority model
+	// when empty.
+	Policies string `json:"policies" yaml:"policies" mapstructure:"policies"`
+	// AdminGroups may set, change or remove a namespace's tenant label.
+	AdminGroups []string `json:"adminGroups" yaml:"adminGroups" mapstructure:"adminGroups"`
+	// Namespace is Mandate's own namespace, never governed.
+	Namespace string `json:"namespace" yaml:"namespace" mapstructure:"namespace"`
+	// Evaluation bounds policy evaluation.
+	Evaluation Evaluation `json:"evaluation" yaml:"evaluation" mapstructure:"evaluation"`
+	// Bundle, when its source is set, takes the policy from an OPA bundle
+	// instead of Policies, polled and hot-swapped.
+	Bundle Bundle `json:"bundle" yaml:"bundle" mapstructure:"bundle"`
+}
+
+// Bundle configures the policy bundle source.
+type Bundle struct {
+	// Source is a bundle file or an http(s) URL.
+	Source string `json:"source" yaml:"source" mapstructure:"source"`
+	// VerificationKey is a PEM public key; when set, only bundles signed
+	// with it are activated.
+	VerificationKey string `json:"verificationKey" yaml:"verificationKey" mapstructure:"verificationKey"`
+	// PersistDir keeps the last good bundle, served after a restart when
+	// the source is unreachable.
+	PersistDir string `json:"persistDir" yaml:"persistDir" mapstructure:"persistDir"`
+	// Interval between polls of the source.
+	Interval time.Duration `json:"interval" yaml:"interval" mapstructure:"interval"`
+}
+
+// DefaultBundleInterval is how often the bundle source is polled.
+const DefaultBundleInterval = 30 * time.Second
+
+// Webhook configures the admission webhook server.
+type Webhook struct {
+	// Host the server listens on; all interfaces when empty.
+	Host string `json:"host" yaml:"host" mapstructure:"host"`
+	// Port the server listens on.
+	Port int `json:"port" yaml:"port" mapstructure:"port"`
+	// CertDir holds tls.crt and tls.key, reloaded when they change;
+	// controller-runtime's temporary directory when empty.
+	CertDir string `json:"certDir" yaml:"certDir" mapstructure:"certDir"`
+}
+
+// Evaluation bounds policy evaluation.
+type Evaluation struct {
+	// Timeout bounds one evaluation.
+	Timeout time.Duration `json:"timeout" yaml:"timeout" mapstructure:"timeout"`
+}
+
+// MaxEvaluationTimeout is the longest evaluation.timeout allowed: the API
+// server waits at most 30s for an admission webhook.
+const MaxEvaluationTimeout = 30 * time.Second
+
+// Default returns the configuration used for every key that is not set.
+func Default() Serve {
+	return Serve{
+		Webhook:     Webhook{Port: webhook.DefaultPort},
+		HealthAddr:  webhook.DefaultHealthAddr,
+		MetricsAddr: webhook.DefaultMetricsAddr,
+		AdminGroups: append([]string(nil), webhook.DefaultAdminGroups...),
+		Evaluation:  Evaluation{Timeout: evaluator.DefaultTimeout},
+		Bundle:      Bundle{Interval: DefaultBundleInterval},
+	}
+}

@@ -1,0 +1,63 @@
+package config
+
+import "strings"
+
+// Key describes one configuration key.
+type Key struct {
+	// Name is the key's dotted path in the file, e.g. "webhook.port".
+	Name string
+	// Env are the environment variables that set it, first wins.
+	Env []string
+	// Kind is the value's type: string, integer, list of strings, duration.
+	Kind string
+	// Type says what values are allowed, for error messages and docs.
+	Type string
+}
+
+// Keys lists every configuration key; the documentation in
+// docs/configuration.md follows it.
+var Keys = []Key{
+	{Name: "kubeconfig", Kind: "a string", Env: []string{"MANDATE_KUBECONFIG"}, Type: "a file path"},
+	{Name: "webhook.host", Kind: "a string", Env: []string{"MANDATE_WEBHOOK_HOST"}, Type: "a host name or IP address"},
+	{Name: "webhook.port", Kind: "an integer", Env: []string{"MANDATE_WEBHOOK_PORT"}, Type: "a port, 1-65535"},
+	{Name: "webhook.certDir", Kind: "a string", Env: []string{"MANDATE_WEBHOOK_CERT_DIR"}, Type: "a directory holding tls.crt and tls.key"},
+	{Name: "healthAddr", Kind: "a string", Env: []string{"MANDATE_HEALTH_ADDR"}, Type: `an address host:port, or "0" to disable`},
+	{Name: "metricsAddr", Kind: "a string", Env: []string{"MANDATE_METRICS_ADDR"}, Type: `an address host:port, or "0" to disable`},
+	{Name: "policies", Kind: "a string", Env: []string{"MANDATE_POLICIES"}, Type: "a policy directory"},
+	{Name: "adminGroups", Kind: "a list of strings", Env: []string{"MANDATE_ADMIN_GROUPS"}, Type: "group names, comma-separated in env and flags"},
+	{Name: "namespace", Kind: "a string", Env: []string{"MANDATE_NAMESPACE", "POD_NAMESPACE"}, Type: "a namespace name, an RFC 1123 label"},
+	{Name: "evaluation.timeout", Kind: "a duration", Env: []string{"MANDATE_EVALUATION_TIMEOUT"}, Type: "1ms-30s, such as 500ms or 2s"},
+	{Name: "bundle.source", Kind: "a string", Env: []string{"MANDATE_BUNDLE_SOURCE"}, Type: "a bundle file or an http(s) URL"},
+	{Name: "bundle.verificationKey", Kind: "a string", Env: []string{"MANDATE_BUNDLE_VERIFICATION_KEY"}, Type: "a PEM public key file"},
+	{Name: "bundle.persistDir", Kind: "a string", Env: []string{"MANDATE_BUNDLE_PERSIST_DIR"}, Type: "a writable directory"},
+	{Name: "bundle.interval", Kind: "a duration", Env: []string{"MANDATE_BUNDLE_INTERVAL"}, Type: "1s-1h, such as 30s"},
+}
+
+// lookup finds a key by name, ignoring case (viper lowercases keys).
+func lookup(name string) (Key, bool) {
+	for _, k := range Keys {
+		if strings.EqualFold(k.Name, name) {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// children lists the keys under prefix, e.g. "webhook".
+func children(prefix string) []string {
+	var names []string
+	for _, k := range Keys {
+		if len(k.Name) > len(prefix) && strings.EqualFold(k.Name[:len(prefix)+1], prefix+".") {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}
+
+func names() []string {
+	n := make([]string, len(Keys))
+	for i, k := range Keys {
+		n[i] = k.Name
+	}
+	return n
+}

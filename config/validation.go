@@ -1,0 +1,149 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// FieldError is a bad value of one key: Key names it, Msg says what was
+// wrong and what is allowed.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }
+
+func fieldErr(key, format string, args ...any) error {
+	return &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks every key and returns all problems, one FieldError each,
+// joined; nil when the configuration is usable. It reads the TLS files of
+// webhook.certDir so that missing certificates fail at startup.
+func (s Serve) Validate() error {
+	var errs []error
+	if s.Webhook.Port < 1 || s.Webhook.Port > 65535 {
+		errs = append(errs, fieldErr("webhook.port", "%d is not a port (1-65535)", s.Webhook.Port))
+	}
+	if strings.Contains(s.Webhook.Host, ":") && net.ParseIP(s.Webhook.Host) == nil {
+		errs = append(errs, fieldErr("webhook.host", "%q is not a host name or IP address (set the port with webhook.port)", s.Webhook.Host))
+	}
+	if s.Webhook.CertDir != "" {
+		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
+	}
+	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr))
+	if s.HealthAddr != "0" && s.HealthAddr == s.MetricsAddr {
+		errs = append(errs, fieldErr("metricsAddr", "%q is also healthAddr (use distinct addresses, or \"0\" to disable one)", s.MetricsAddr))
+	}
+	if s.Policies != "" {
+		if fi, err := os.Stat(s.Policies); err != nil {
+			errs = append(errs, fieldErr("policies", "%s not found: %v (a policy directory, or empty for the embedded default)", s.Policies, err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fieldErr("policies", "%s is not a directory (a policy directory, or empty for the embedded default)", s.Policies))
+		}
+	}
+	if len(s.AdminGroups) == 0 {
+		errs = append(errs, fieldErr("adminGroups", "is empty (at least one group, e.g. system:masters)"))
+	}
+	for i, g := range s.AdminGroups {
+		if strings.TrimSpace(g) == "" {
+			errs = append(errs, fieldErr("adminGroups", "entry %d is empty (group names)", i))
+		}
+	}
+	if s.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
+			errs = append(errs, fieldErr("namespace", "%q is not a namespace name: %s", s.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if t := s.Evaluation.Timeout; t < 1e6 || t > MaxEvaluationTimeout {
+		errs = append(errs, fieldErr("evaluation.timeout", "%s is out of range (1ms-%s)", t, MaxEvaluationTimeout))
+	}
+	errs = append(errs, s.Bundle.validate(s.Policies)...)
+	return errors.Join(errs...)
+}
+
+// validate checks the bundle source settings; policies is the other policy
+// source, which a bundle excludes.
+func (b Bundle) validate(policies string) []error {
+	var errs []error
+	if b.Source == "" {
+		if b.VerificationKey != "" || b.PersistDir != "" {
+			errs = append(errs, fieldErr("bundle.source", "is empty but other bundle.* keys are set (a bundle file or an http(s) URL)"))
+		}
+		return errs
+	}
+	if policies != "" {
+		errs = append(errs, fieldErr("bundle.source", "and policies are both set: take the policy from one of them"))
+	}
+	if u, err := url.Parse(b.Source); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if u.Host == "" {
+			errs = append(errs, fieldErr("bundle.source", "%q has no host (a bundle file or an http(s) URL)", b.Source))
+		}
+	} else if strings.Contains(b.Source, "://") {
+		errs = append(errs, fieldErr("bundle.source", "%q: only http and https URLs are supported (or a bundle file)", b.Source))
+	}
+	if b.VerificationKey != "" {
+		if _, err := os.Stat(b.VerificationKey); err != nil {
+			errs = append(errs, fieldErr("bundle.verificationKey", "%v (a PEM public key file)", err))
+		}
+	}
+	if b.PersistDir != "" {
+		if fi, err := os.Stat(b.PersistDir); err != nil || !fi.IsDir() {
+			errs = append(errs, fieldErr("bundle.persistDir", "%q is not a directory (a writable directory)", b.PersistDir))
+		}
+	}
+	if b.Interval < time.Second || b.Interval > time.Hour {
+		errs = append(errs, fieldErr("bundle.interval", "%s is out of range (1s-1h)", b.Interval))
+	}
+	return errs
+}
+
+// validateCertDir checks that dir holds readable tls.crt and tls.key.
+func validateCertDir(dir string) []error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return []error{fieldErr("webhook.certDir", "%s not found: %v (a directory holding tls.crt and tls.key)", dir, err)}
+	}
+	if !fi.IsDir() {
+		return []error{fieldErr("webhook.certDir", "%s is not a directory (a directory holding tls.crt and tls.key)", dir)}
+	}
+	var errs []error
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			errs = append(errs, fieldErr("webhook.certDir", "%s not found: %v (a directory holding tls.crt and tls.key)", path, err))
+		case err != nil:
+			errs = append(errs, fieldErr("webhook.certDir", "%s is not readable: %v", path, err))
+		default:
+			f.Close()
+		}
+	}
+	return errs
+}
+
+// validateAddr accepts "0" (disabled) or host:port with a port 0-65535.
+func validateAddr(key, addr string) error {
+	if addr == "0" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fieldErr(key, "%q is not an address: %v (host:port such as :8080, or \"0\" to disable)", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fieldErr(key, "%q has no valid port (host:port with a port 0-65535, or \"0\" to disable)", addr)
+	}
+	return nil
+}
