@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -14,6 +15,14 @@ import (
 	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
+// AnnotationPolicyRevision names, on every admitted object Mandate
+// mutates, the policy revision that admitted it.
+const AnnotationPolicyRevision = "mandate.dev/policy-revision"
+
+// ErrNoPolicy is returned while no policy revision is active (no bundle
+// has activated yet).
+var ErrNoPolicy = errors.New("no policy revision is active yet")
+
 // Decider is what a Reviewer needs of the evaluator.
 type Decider interface {
 	Decide(ctx context.Context, in evaluator.Input) (evaluator.Decision, error)
@@ -23,8 +32,13 @@ var _ Decider = (*evaluator.Evaluator)(nil)
 
 // Reviewer decides objects against the cluster state.
 type Reviewer struct {
+	// Decider decides when Source is nil.
 	Decider Decider
-	State   *cluster.State
+	// Source, when set, is asked once per Review for the Decider to use
+	// (the active bundle revision), so every decision is made by exactly
+	// one revision however often it is swapped; nil when none is active.
+	Source func() Decider
+	State  *cluster.State
 	// Explain adds per-dimension explanations to every decision (for
 	// people, e.g. mandate eval); admissions leave it off.
 	Explain bool
@@ -58,7 +72,14 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 	if w.Tenant != "" {
 		defer r.State.LockTenantTree(w.Tenant)()
 	}
-	d, err := r.Decider.Decide(ctx, evaluator.Input{
+	decider := r.Decider
+	if r.Source != nil {
+		decider = r.Source()
+	}
+	if decider == nil {
+		return Review{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
+	}
+	d, err := decider.Decide(ctx, evaluator.Input{
 		Request:   req,
 		Namespace: ns,
 		Workload:  w,
@@ -82,6 +103,15 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 	mutated := obj.DeepCopy()
 	if err := adapter.Apply(mutated, w, d.Directives); err != nil {
 		return Review{}, fmt.Errorf("unable to apply %s directives to %s %s/%s: %w", adapter.Name(), w.Kind, w.Namespace, w.Name, err)
+	}
+	if d.Revision != "" {
+		// After the adapter, so its output (and golden files) stay as they are.
+		annotations := mutated.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationPolicyRevision] = d.Revision
+		mutated.SetAnnotations(annotations)
 	}
 	if out.Patch, err = scheduler.Patch(obj, mutated); err != nil {
 		return Review{}, err

@@ -17,6 +17,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
@@ -48,8 +49,18 @@ type Options struct {
 	// disables either.
 	HealthAddr  string
 	MetricsAddr string
+	// Evaluation configures the evaluator (its per-evaluation deadline)
+	// for Policy and for every bundle revision.
+	Evaluation evaluator.Options
 	// Policy decides; the embedded default authority model when nil.
+	// Ignored when Bundle is set.
 	Policy *evaluator.Policy
+	// Bundle, when set, takes the policy from a bundle file or server
+	// instead: activated before the manager starts when the source answers
+	// (else from the persisted last good bundle), then polled, each new
+	// revision swapped in atomically. Readiness waits for a first
+	// activation.
+	Bundle *bundles.SourceOptions
 	// AdminGroups may change namespaces' tenant; DefaultAdminGroups when empty.
 	AdminGroups []string
 	// Namespace is Mandate's own namespace, never governed.
@@ -117,8 +128,13 @@ func NewHandlers(o HandlerOptions) Handlers {
 // Server is Mandate's webhook server: a controller-runtime manager whose
 // cache feeds the cluster state and whose webhook server decides.
 type Server struct {
-	Manager   manager.Manager
+	Manager manager.Manager
+	// Evaluator is the evaluator of Options.Policy, or the first bundle
+	// revision activated; with a bundle source, Activator.Current() is the
+	// one deciding now.
 	Evaluator *evaluator.Evaluator
+	// Activator holds the active bundle revision; nil without Options.Bundle.
+	Activator *bundles.Activator
 	State     *cluster.State
 	Handlers  Handlers
 
@@ -133,16 +149,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	log := ctrl.LoggerFrom(ctx)
 	s := &Server{}
-	ev, err := evaluator.New(ctx, o.Policy, evaluator.Options{})
+	reviewer, source, err := s.policy(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	if s.State, err = cluster.New(ev.Model()); err != nil {
-		return nil, err
-	}
-	s.Evaluator = ev
-	s.policyLoaded.Store(true)
-	log.Info("policy loaded", "revision", ev.Revision())
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -162,7 +172,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.Handlers = NewHandlers(HandlerOptions{
-		Reviewer:         &Reviewer{Decider: ev, State: s.State},
+		Reviewer:         reviewer,
 		Owners:           s.Manager.GetAPIReader(),
 		AdminGroups:      o.AdminGroups,
 		ExemptNamespaces: exempt(o.Namespace),
@@ -179,6 +189,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil
 	})); err != nil {
 		return nil, fmt.Errorf("unable to add the cache-sync watcher: %w", err)
+	}
+	if source != nil {
+		if err := s.Manager.Add(manager.RunnableFunc(source.Run)); err != nil {
+			return nil, fmt.Errorf("unable to add the bundle source: %w", err)
+		}
 	}
 	if err := s.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("unable to add the health check: %w", err)
@@ -197,11 +212,79 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
-// ready is the readiness check: ready once the policy is loaded and the
-// cache (so the cluster state) has synced.
+// policy builds the evaluator (or, with a bundle source, the Activator
+// and a first activation), the cluster state for its authority model, and
+// the Reviewer deciding with it.
+func (s *Server) policy(ctx context.Context, o Options) (*Reviewer, bundles.Source, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if o.Bundle == nil {
+		ev, err := evaluator.New(ctx, o.Policy, o.Evaluation)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.State, err = cluster.New(ev.Model()); err != nil {
+			return nil, nil, err
+		}
+		s.Evaluator = ev
+		s.policyLoaded.Store(true)
+		log.Info("policy loaded", "revision", ev.Revision())
+		return &Reviewer{Decider: ev, State: s.State}, nil, nil
+	}
+	bundle := *o.Bundle
+	if bundle.Activator.Evaluator == (evaluator.Options{}) {
+		bundle.Activator.Evaluator = o.Evaluation
+	}
+	act, src, err := bundles.NewSource(bundle)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Activator = act
+	if err := src.Poll(ctx); err != nil {
+		log.Error(err, "unable to activate the bundle at startup")
+	}
+	if act.Current() == nil && o.Bundle.Activator.PersistDir != "" {
+		if err := act.LoadPersisted(ctx); err != nil {
+			log.Error(err, "unable to activate the persisted bundle")
+		}
+	}
+	// The cluster state is shaped by the authority model of the first
+	// revision (the embedded one until a bundle activates).
+	model := o.Policy
+	if ev := act.Current(); ev != nil {
+		s.Evaluator = ev
+		log.Info("policy bundle activated", "revision", ev.Revision())
+		if s.State, err = cluster.New(ev.Model()); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		ev, err := evaluator.New(ctx, model, o.Evaluation)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.State, err = cluster.New(ev.Model()); err != nil {
+			return nil, nil, err
+		}
+	}
+	current := func() Decider {
+		if ev := act.Current(); ev != nil {
+			return ev
+		}
+		return nil
+	}
+	return &Reviewer{Source: current, State: s.State}, src, nil
+}
+
+// ready is the readiness check: ready once the policy is loaded (with a
+// bundle source: a first revision activated) and the cache (so the
+// cluster state) has synced.
 func (s *Server) ready(*http.Request) error {
 	switch {
-	case !s.policyLoaded.Load():
+	case s.Activator != nil && s.Activator.Current() == nil:
+		if msg := s.Activator.Status().LastError; msg != "" {
+			return fmt.Errorf("no policy bundle activated yet: %s", msg)
+		}
+		return errors.New("no policy bundle activated yet: waiting for the bundle source")
+	case s.Activator == nil && !s.policyLoaded.Load():
 		return errors.New("policy not loaded")
 	case !s.cacheSynced.Load():
 		return errors.New("cluster state not synced")

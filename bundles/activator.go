@@ -1,0 +1,242 @@
+package bundles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// PersistedFile is the name of the last good bundle in ActivatorOptions.PersistDir.
+const PersistedFile = "last-good.tar.gz"
+
+// Activation steps, as named in errors, the status and the metric.
+const (
+	StepRead    = "read"
+	StepVerify  = "verify"
+	StepCompile = "compile"
+	StepSmoke   = "smoke"
+	StepPersist = "persist"
+)
+
+var (
+	activeRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mandate_bundle_active_revision",
+		Help: "1 for the policy revision that currently decides.",
+	}, []string{"revision"})
+	activations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mandate_bundle_activations_total",
+		Help: "Bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
+	}, []string{"result"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(activeRevision, activations)
+}
+
+// ActivatorOptions configure an Activator.
+type ActivatorOptions struct {
+	// Verify, when set, makes every bundle's signature required and checked
+	// against its key: an unsigned bundle is rejected like a badly signed one.
+	Verify *VerifyOptions
+	// Require refuses to build an Activator without a verification key, so
+	// unsigned bundles can never be activated.
+	Require bool
+	// Evaluator configures the evaluators compiled from bundles.
+	Evaluator evaluator.Options
+	// PersistDir, when set, receives a copy of every bundle activated from
+	// a file (PersistedFile, renamed into place), for LoadPersisted.
+	PersistDir string
+	// SmokeInput is the decision every new revision must answer without an
+	// error before it is swapped in; SmokeInput() when nil.
+	SmokeInput *evaluator.Input
+}
+
+// SmokeInput is a harmless decision: a CPU-only pod in a namespace of no
+// tenant.
+func SmokeInput() evaluator.Input {
+	return evaluator.Input{
+		Request:   evaluator.Request{Operation: "CREATE", User: "system:mandate:smoke", DryRun: true},
+		Namespace: evaluator.Namespace{Name: "mandate-smoke", Labels: map[string]string{}},
+		Workload:  workload.Workload{Kind: "Pod", APIVersion: "v1", Name: "smoke", Namespace: "mandate-smoke", Pods: 1},
+	}
+}
+
+// Status is what the Activator last did.
+type Status struct {
+	// Revision is the active revision; empty before the first activation.
+	Revision string `json:"revision"`
+	// ActivatedAt is when Revision was swapped in.
+	ActivatedAt time.Time `json:"activatedAt"`
+	// LastAttempt is when an activation was last tried, LastError why it
+	// failed (empty when it succeeded).
+	LastAttempt time.Time `json:"lastAttempt"`
+	LastError   string    `json:"lastError,omitempty"`
+	// Source names what was last tried (a path or URL).
+	Source string `json:"source,omitempty"`
+}
+
+// ActivationError says which step rejected a bundle and why.
+type ActivationError struct {
+	Source string
+	Step   string
+	Err    error
+}
+
+func (e *ActivationError) Error() string {
+	return fmt.Sprintf("bundle %s rejected at %s: %v (the previous revision keeps serving)", e.Source, e.Step, e.Err)
+}
+
+func (e *ActivationError) Unwrap() error { return e.Err }
+
+// Activator holds the evaluator that decides and swaps in new revisions
+// atomically: a bundle is read, verified, compiled and smoke-tested off the
+// request path, and only then replaces the active one. A bundle failing
+// any step leaves the last good one serving. Safe for concurrent use.
+type Activator struct {
+	opts    ActivatorOptions
+	current atomic.Pointer[evaluator.Evaluator]
+
+	mu     sync.Mutex // serialises activations
+	status atomic.Pointer[Status]
+}
+
+// NewActivator returns an Activator with nothing active yet.
+func NewActivator(o ActivatorOptions) (*Activator, error) {
+	if o.Require && o.Verify == nil {
+		return nil, errors.New("bundle signatures are required but no verification key is configured")
+	}
+	if o.Verify != nil {
+		if _, err := o.Verify.verificationConfig(); err != nil {
+			return nil, err
+		}
+	}
+	a := &Activator{opts: o}
+	a.status.Store(&Status{})
+	return a, nil
+}
+
+// Current is the evaluator that decides now; nil before the first
+// activation. Callers take it once per decision.
+func (a *Activator) Current() *evaluator.Evaluator { return a.current.Load() }
+
+// Status returns a copy of the activation status.
+func (a *Activator) Status() Status { return *a.status.Load() }
+
+// Activate reads the bundle at path and activates it; with PersistDir set,
+// a bundle that activates is persisted there.
+func (a *Activator) Activate(ctx context.Context, path string) error {
+	return a.activateFile(ctx, path, path, a.opts.PersistDir != "")
+}
+
+// LoadPersisted activates the last good bundle from PersistDir; an error
+// when there is none or it no longer activates.
+func (a *Activator) LoadPersisted(ctx context.Context) error {
+	if a.opts.PersistDir == "" {
+		return errors.New("no persistence directory configured")
+	}
+	path := filepath.Join(a.opts.PersistDir, PersistedFile)
+	return a.activateFile(ctx, path, path+" (persisted)", false)
+}
+
+func (a *Activator) activateFile(ctx context.Context, path, source string, persist bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, err := Load(path, a.opts.Verify)
+	if err != nil {
+		step := StepRead
+		if errors.Is(err, ErrUnsigned) || errors.Is(err, ErrVerification) {
+			step = StepVerify
+		}
+		return a.fail(source, step, err)
+	}
+	if err := a.activate(ctx, p, source); err != nil {
+		return err
+	}
+	if persist {
+		if err := a.persist(path); err != nil {
+			// The bundle serves; only its copy failed.
+			activations.WithLabelValues(StepPersist).Inc()
+			return &ActivationError{Source: source, Step: StepPersist, Err: err}
+		}
+	}
+	return nil
+}
+
+// ActivatePolicy compiles, smoke-tests and activates an already loaded
+// policy (e.g. a directory's).
+func (a *Activator) ActivatePolicy(ctx context.Context, p *evaluator.Policy) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.activate(ctx, p, fmt.Sprintf("revision %q", p.Revision))
+}
+
+func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source string) error {
+	ev, err := evaluator.New(ctx, p, a.opts.Evaluator)
+	if err != nil {
+		return a.fail(source, StepCompile, err)
+	}
+	in := SmokeInput()
+	if a.opts.SmokeInput != nil {
+		in = *a.opts.SmokeInput
+	}
+	if _, err := ev.Decide(ctx, in); err != nil {
+		return a.fail(source, StepSmoke, err)
+	}
+	old := a.current.Swap(ev)
+	if old != nil && old.Revision() != ev.Revision() {
+		activeRevision.DeleteLabelValues(old.Revision())
+	}
+	activeRevision.WithLabelValues(ev.Revision()).Set(1)
+	activations.WithLabelValues("success").Inc()
+	now := time.Now()
+	a.status.Store(&Status{Revision: ev.Revision(), ActivatedAt: now, LastAttempt: now, Source: source})
+	return nil
+}
+
+func (a *Activator) fail(source, step string, err error) error {
+	activations.WithLabelValues(step).Inc()
+	aerr := &ActivationError{Source: source, Step: step, Err: err}
+	st := *a.status.Load()
+	st.LastAttempt, st.LastError, st.Source = time.Now(), aerr.Error(), source
+	a.status.Store(&st)
+	return aerr
+}
+
+// persist copies the bundle at path into PersistDir, renamed into place.
+func (a *Activator) persist(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(a.opts.PersistDir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(a.opts.PersistDir, "."+PersistedFile+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(a.opts.PersistDir, PersistedFile))
+}

@@ -1,0 +1,168 @@
+package bundles_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/bundles"
+)
+
+func TestFileSourceReactivatesOnChange(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := writeFile(t, dir, "bundle.tar.gz", built(t, "r1"))
+	a := newActivator(t, bundles.ActivatorOptions{})
+	s := &bundles.FileSource{Path: path, Activator: a}
+	require.NoError(t, s.Poll(ctx))
+	require.Equal(t, "r1", a.Current().Revision())
+	activated := a.Status().ActivatedAt
+
+	require.NoError(t, s.Poll(ctx))
+	assert.Equal(t, activated, a.Status().ActivatedAt, "an unchanged file is not activated again")
+
+	writeFile(t, dir, "bundle.tar.gz", built(t, "r2"))
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(path, later, later))
+	require.NoError(t, s.Poll(ctx))
+	assert.Equal(t, "r2", a.Current().Revision())
+}
+
+// bundleServer serves a bundle by ETag, answering If-None-Match with 304.
+type bundleServer struct {
+	mu          sync.Mutex
+	body        []byte
+	etag        string
+	fail        bool
+	token       string
+	requests    atomic.Int64
+	notModified atomic.Int64
+}
+
+func (s *bundleServer) set(t *testing.T, revision string) {
+	t.Helper()
+	data, err := os.ReadFile(writeFile(t, t.TempDir(), "b.tar.gz", built(t, revision)))
+	require.NoError(t, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.body, s.etag = data, `"`+revision+`"`
+}
+
+func (s *bundleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.fail:
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	case s.token != "" && r.Header.Get("Authorization") != "Bearer "+s.token:
+		http.Error(w, "who are you", http.StatusUnauthorized)
+	case r.Header.Get("If-None-Match") == s.etag:
+		s.notModified.Add(1)
+		w.WriteHeader(http.StatusNotModified)
+	default:
+		w.Header().Set("ETag", s.etag)
+		_, _ = w.Write(s.body)
+	}
+}
+
+func runSource(t *testing.T, s bundles.Source) context.CancelFunc {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		assert.NoError(t, s.Run(ctx))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return cancel
+}
+
+func TestHTTPSourceETagAndNewRevision(t *testing.T) {
+	srv := &bundleServer{token: "s3cret"}
+	srv.set(t, "r1")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	a := newActivator(t, bundles.ActivatorOptions{})
+	const interval = 20 * time.Millisecond
+	runSource(t, &bundles.HTTPSource{URL: ts.URL, Interval: interval, BearerToken: "s3cret", Activator: a})
+
+	require.Eventually(t, func() bool { ev := a.Current(); return ev != nil && ev.Revision() == "r1" }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.notModified.Load() >= 3 }, 5*time.Second, 5*time.Millisecond, "ETag respected")
+	assert.Equal(t, srv.requests.Load()-srv.notModified.Load(), int64(1), "the bundle was downloaded once")
+
+	srv.set(t, "r2")
+	published := time.Now()
+	require.Eventually(t, func() bool { return a.Current().Revision() == "r2" }, 5*time.Second, time.Millisecond)
+	// Within the polling interval, plus the activation itself.
+	t.Logf("r2 active %v after publishing", time.Since(published))
+	assert.Less(t, time.Since(published), interval+2*time.Second)
+}
+
+func TestHTTPSourceBacksOff(t *testing.T) {
+	srv := &bundleServer{fail: true}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	a := newActivator(t, bundles.ActivatorOptions{})
+	const interval = 10 * time.Millisecond
+	cancel := runSource(t, &bundles.HTTPSource{URL: ts.URL, Interval: interval, MaxBackoff: 80 * time.Millisecond, Activator: a})
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	// Without backoff ~50 requests; with it 10, 20, 40, 80, 80…: about 9.
+	n := srv.requests.Load()
+	t.Logf("%d requests in 500ms", n)
+	assert.GreaterOrEqual(t, n, int64(3))
+	assert.LessOrEqual(t, n, int64(15))
+	assert.Nil(t, a.Current())
+}
+
+func TestBackoff(t *testing.T) {
+	for failures, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+		assert.Equal(t, want, bundles.Backoff(time.Second, 10*time.Second, failures), "failures %d", failures)
+	}
+	assert.Equal(t, bundles.DefaultMaxBackoff, bundles.Backoff(time.Minute, 0, 100))
+}
+
+func TestHTTPSourcePersistedLastGoodWhenUnreachable(t *testing.T) {
+	persist := t.TempDir()
+	srv := &bundleServer{}
+	srv.set(t, "r1")
+	ts := httptest.NewServer(srv)
+	a := newActivator(t, bundles.ActivatorOptions{PersistDir: persist})
+	require.NoError(t, (&bundles.HTTPSource{URL: ts.URL, Activator: a}).Poll(context.Background()))
+	require.FileExists(t, filepath.Join(persist, bundles.PersistedFile))
+	url := ts.URL
+	ts.Close()
+
+	// A restart while the bundle server is gone.
+	restarted := newActivator(t, bundles.ActivatorOptions{PersistDir: persist})
+	s := &bundles.HTTPSource{URL: url, Interval: time.Hour, Timeout: time.Second, Activator: restarted}
+	require.Error(t, s.Poll(context.Background()))
+	runSource(t, s)
+	require.Eventually(t, func() bool { return restarted.Current() != nil }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, "r1", restarted.Current().Revision())
+}
+
+func TestNewSource(t *testing.T) {
+	assert.Equal(t, bundles.SourceOptions{URL: "https://b.example/x.tar.gz"}, bundles.SourceFor("https://b.example/x.tar.gz"))
+	assert.Equal(t, bundles.SourceOptions{File: "/etc/mandate/bundle.tar.gz"}, bundles.SourceFor("/etc/mandate/bundle.tar.gz"))
+	_, _, err := bundles.NewSource(bundles.SourceOptions{})
+	require.ErrorContains(t, err, "no bundle source")
+	_, _, err = bundles.NewSource(bundles.SourceOptions{File: "a", URL: "http://127.0.0.1/b"})
+	require.ErrorContains(t, err, "not both")
+	_, _, err = bundles.NewSource(bundles.SourceOptions{URL: "https://127.0.0.1/b", CAFile: filepath.Join(t.TempDir(), "missing.pem")})
+	require.ErrorContains(t, err, "CA")
+	a, s, err := bundles.NewSource(bundles.SourceOptions{File: "x"})
+	require.NoError(t, err)
+	assert.NotNil(t, a)
+	assert.IsType(t, &bundles.FileSource{}, s)
+}
