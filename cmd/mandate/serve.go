@@ -10,45 +10,101 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
-type serveOptions struct {
-	kubeconfig string
-	policies   string
-	webhook    webhook.Options
+// serveFlags maps each flag of `mandate serve` to its configuration key.
+var serveFlags = map[string]string{
+	"kubeconfig":              "kubeconfig",
+	"cert-dir":                "webhook.certDir",
+	"host":                    "webhook.host",
+	"port":                    "webhook.port",
+	"health-addr":             "healthAddr",
+	"metrics-addr":            "metricsAddr",
+	"policies":                "policies",
+	"admin-groups":            "adminGroups",
+	"namespace":               "namespace",
+	"evaluation-timeout":      "evaluation.timeout",
+	"bundle":                  "bundle.source",
+	"bundle-verification-key": "bundle.verificationKey",
+	"bundle-persist-dir":      "bundle.persistDir",
+	"bundle-interval":         "bundle.interval",
 }
 
 func newServeCommand() *cobra.Command {
-	var o serveOptions
+	var configFile string
 	cmd := &cobra.Command{
-		Use:   "serve [--kubeconfig FILE] [--cert-dir DIR] [--policies DIR]",
+		Use:   "serve [--config FILE] [--kubeconfig FILE] [--cert-dir DIR] [--policies DIR]",
 		Short: "Run the admission webhooks against a live cluster",
-		Args:  cobra.NoArgs,
+		Long: `Run the admission webhooks against a live cluster.
+
+Configuration comes from flags, MANDATE_* environment variables and an optional
+YAML file (--config), in that order of precedence; see docs/configuration.md.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(cmd.Context(), o)
+			c, err := loadServeConfig(cmd.Flags(), configFile)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			return runServe(cmd.Context(), c)
 		},
 	}
+	d := config.Default()
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG, or ~/.kube/config)")
-	f.StringVar(&o.webhook.CertDir, "cert-dir", "", "directory holding tls.crt and tls.key, reloaded when they change (default: controller-runtime's temp dir)")
-	f.StringVar(&o.webhook.Host, "host", "", "address the webhook server listens on (default: all)")
-	f.IntVar(&o.webhook.Port, "port", webhook.DefaultPort, "port the webhook server listens on")
-	f.StringVar(&o.webhook.HealthAddr, "health-addr", webhook.DefaultHealthAddr, "address of /healthz and /readyz (\"0\" disables)")
-	f.StringVar(&o.webhook.MetricsAddr, "metrics-addr", webhook.DefaultMetricsAddr, "address of /metrics (\"0\" disables)")
-	f.StringVar(&o.policies, "policies", "", "policy directory (default: the embedded default authority model)")
-	f.StringSliceVar(&o.webhook.AdminGroups, "admin-groups", webhook.DefaultAdminGroups, "groups that may set, change or remove a namespace's mandate.dev/tenant label")
-	f.StringVar(&o.webhook.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Mandate's own namespace, never governed (default: $POD_NAMESPACE)")
+	f.StringVar(&configFile, "config", "", "YAML configuration file (see docs/configuration.md)")
+	f.String("kubeconfig", d.Kubeconfig, "kubeconfig file (default: in-cluster, or $KUBECONFIG, or ~/.kube/config)")
+	f.String("cert-dir", d.Webhook.CertDir, "directory holding tls.crt and tls.key, reloaded when they change (default: controller-runtime's temp dir)")
+	f.String("host", d.Webhook.Host, "address the webhook server listens on (default: all)")
+	f.Int("port", d.Webhook.Port, "port the webhook server listens on")
+	f.String("health-addr", d.HealthAddr, "address of /healthz and /readyz (\"0\" disables)")
+	f.String("metrics-addr", d.MetricsAddr, "address of /metrics (\"0\" disables)")
+	f.String("policies", d.Policies, "policy directory (default: the embedded default authority model)")
+	f.StringSlice("admin-groups", d.AdminGroups, "groups that may set, change or remove a namespace's mandate.dev/tenant label")
+	f.String("namespace", d.Namespace, "Mandate's own namespace, never governed (default: $POD_NAMESPACE)")
+	f.Duration("evaluation-timeout", d.Evaluation.Timeout, "deadline of one policy evaluation")
+	f.String("bundle", d.Bundle.Source, "policy bundle file or http(s) URL, polled and hot-swapped (instead of --policies)")
+	f.String("bundle-verification-key", d.Bundle.VerificationKey, "PEM public key; when set, only bundles signed with it are activated")
+	f.String("bundle-persist-dir", d.Bundle.PersistDir, "directory keeping the last good bundle for restarts without the source")
+	f.Duration("bundle-interval", d.Bundle.Interval, "how often the bundle source is polled")
 	return cmd
 }
 
-func runServe(ctx context.Context, o serveOptions) error {
+// loadServeConfig resolves the configuration: flags > MANDATE_* env >
+// the --config file > defaults, decoded and validated by package config.
+func loadServeConfig(f *pflag.FlagSet, file string) (config.Serve, error) {
+	v := viper.New()
+	if err := config.Bind(v); err != nil {
+		return config.Serve{}, err
+	}
+	for flag, key := range serveFlags {
+		if err := v.BindPFlag(key, f.Lookup(flag)); err != nil {
+			return config.Serve{}, fmt.Errorf("unable to bind --%s: %w", flag, err)
+		}
+	}
+	if file != "" {
+		if err := config.ReadFile(v, file); err != nil {
+			return config.Serve{}, err
+		}
+	}
+	c, err := config.Load(v)
+	if err != nil {
+		return config.Serve{}, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return c, nil
+}
+
+func runServe(ctx context.Context, c config.Serve) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -58,16 +114,34 @@ func runServe(ctx context.Context, o serveOptions) error {
 	ctrl.SetLogger(log)
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	cfg, err := restConfig(o.kubeconfig)
+	rc, err := restConfig(c.Kubeconfig)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	o.webhook.RestConfig = cfg
-	if o.webhook.Policy, err = loadPolicy(o.policies); err != nil {
-		return &exitError{code: 1, err: err}
+	o := webhook.Options{
+		RestConfig:  rc,
+		CertDir:     c.Webhook.CertDir,
+		Host:        c.Webhook.Host,
+		Port:        c.Webhook.Port,
+		HealthAddr:  c.HealthAddr,
+		MetricsAddr: c.MetricsAddr,
+		AdminGroups: c.AdminGroups,
+		Namespace:   c.Namespace,
+		Setup:       []func(manager.Manager) error{gang.Setup},
+		Evaluation:  evaluator.Options{Timeout: c.Evaluation.Timeout},
 	}
-	o.webhook.Setup = []func(manager.Manager) error{gang.Setup}
-	srv, err := webhook.New(ctx, o.webhook)
+	if c.Bundle.Source != "" {
+		src := bundles.SourceFor(c.Bundle.Source)
+		src.Interval = c.Bundle.Interval
+		src.Activator.PersistDir = c.Bundle.PersistDir
+		if c.Bundle.VerificationKey != "" {
+			src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.Bundle.VerificationKey}
+		}
+		o.Bundle = &src
+	} else if o.Policy, err = loadPolicy(c.Policies); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("policies: %w", err)}
+	}
+	srv, err := webhook.New(ctx, o)
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("unable to set up the webhook server: %w", err)}
 	}
@@ -87,7 +161,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("unable to load kubeconfig %q: %w", kubeconfig, err)
+		return nil, fmt.Errorf("kubeconfig: unable to load kubeconfig %q: %w", kubeconfig, err)
 	}
 	return cfg, nil
 }
