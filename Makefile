@@ -9,14 +9,14 @@ BENCHTIME ?= 2s
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build the mandate binary into bin/.
 	$(GO) build -o $(MANDATE) ./cmd/mandate
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd and helm into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager and helm into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test
