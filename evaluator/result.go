@@ -15,7 +15,7 @@ func decodeDecision(v, explanations any) (Decision, error) {
 		return d, fmt.Errorf("decision is %T, want an object", v)
 	}
 	r := reader{}
-	d.Allowed = r.boolean(obj, "decision.allowed", true)
+	d.Allowed = r.boolean(obj, "decision", "allowed", true)
 	for i, item := range r.list(obj, "violations") {
 		m := r.object(item, fmt.Sprintf("decision.violations[%d]", i))
 		d.Violations = append(d.Violations, Violation{
@@ -99,8 +99,9 @@ func (r *reader) str(m map[string]any, key string) string {
 	return s
 }
 
-func (r *reader) boolean(m map[string]any, field string, required bool) bool {
-	key := field[len("decision."):]
+// boolean reads m[key]; prefix names m in messages ("decision").
+func (r *reader) boolean(m map[string]any, prefix, key string, required bool) bool {
+	field := prefix + "." + key
 	raw, ok := m[key]
 	if !ok {
 		if required {
@@ -160,7 +161,7 @@ func (r *reader) directives(m map[string]any) Directives {
 		Scheduler:      r.str(m, "scheduler"),
 		Queue:          r.str(m, "queue"),
 		PriorityClass:  r.str(m, "priorityClass"),
-		Preemptible:    r.boolean(m, "decision.preemptible", false),
+		Preemptible:    r.boolean(m, "directives", "preemptible", false),
 		GangMin:        r.integer(m, "gangMin"),
 		RequiredLevel:  r.str(m, "requiredLevel"),
 		RequiredLabel:  r.str(m, "requiredLabel"),

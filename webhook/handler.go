@@ -206,13 +206,9 @@ func applyGang(obj *unstructured.Unstructured, d evaluator.Directives) admission
 	if err != nil {
 		return inputError(err)
 	}
-	adapter, err := scheduler.For(d.Scheduler)
+	mutated, err := scheduler.Render(obj, w, d)
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("the owner's directives name scheduler %q: %w", d.Scheduler, err))
-	}
-	mutated := obj.DeepCopy()
-	if err := adapter.Apply(mutated, w, d); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("unable to apply the owner's %s directives: %w", adapter.Name(), err))
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("the owner's directives: %w", err))
 	}
 	patch, err := scheduler.Patch(obj, mutated)
 	if err != nil {

@@ -96,13 +96,9 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 		return out, nil
 	}
 	r.reserve(w, d, req.DryRun)
-	adapter, err := scheduler.For(d.Directives.Scheduler)
+	mutated, err := scheduler.Render(obj, w, d.Directives)
 	if err != nil {
-		return Review{}, fmt.Errorf("decision for %s %s/%s names scheduler %q: %w", w.Kind, w.Namespace, w.Name, d.Directives.Scheduler, err)
-	}
-	mutated := obj.DeepCopy()
-	if err := adapter.Apply(mutated, w, d.Directives); err != nil {
-		return Review{}, fmt.Errorf("unable to apply %s directives to %s %s/%s: %w", adapter.Name(), w.Kind, w.Namespace, w.Name, err)
+		return Review{}, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
 	if d.Revision != "" {
 		// After the adapter, so its output (and golden files) stay as they are.

@@ -300,15 +300,6 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run sets up and runs the webhook server until ctx ends.
-func Run(ctx context.Context, o Options) error {
-	s, err := New(ctx, o)
-	if err != nil {
-		return err
-	}
-	return s.Start(ctx)
-}
-
 func exempt(namespace string) []string {
 	if namespace == "" {
 		return nil

@@ -136,36 +136,6 @@ func Start(t testing.TB, opts ...Option) *Env {
 	return env
 }
 
-func defaultScheme(t testing.TB) *runtime.Scheme {
-	t.Helper()
-	s, err := newDefaultScheme()
-	if err != nil {
-		t.Fatalf("envtest: %v", err)
-	}
-	return s
-}
-
-// binaryAssets returns the directory holding kube-apiserver and etcd:
-// $KUBEBUILDER_ASSETS when set, else <repo>/bin/k8s.
-func binaryAssets(t testing.TB, root string) string {
-	t.Helper()
-	dir, err := findBinaryAssets(root)
-	if err != nil {
-		t.Fatalf("envtest: %v", err)
-	}
-	return dir
-}
-
-// crdFiles lists every CRD file to install.
-func crdFiles(t testing.TB, root string, o options) []string {
-	t.Helper()
-	files, err := listCRDFiles(root, o)
-	if err != nil {
-		t.Fatalf("envtest: %v", err)
-	}
-	return files
-}
-
 func isManifest(name string) bool {
 	switch filepath.Ext(name) {
 	case ".yaml", ".yml", ".json":

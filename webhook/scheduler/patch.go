@@ -9,6 +9,9 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
 // Patch returns the JSON patch (RFC 6902) that turns original into mutated,
@@ -90,4 +93,19 @@ func opLess(doc any, a, b []string, before bool) bool {
 
 func unescapeToken(tok string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+}
+
+// Render applies directives for their scheduler to a copy of obj and
+// returns the copy; obj is left as it was. Both a fresh decision and the
+// pods of an admitted gang are rendered this way.
+func Render(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) (*unstructured.Unstructured, error) {
+	adapter, err := For(d.Scheduler)
+	if err != nil {
+		return nil, fmt.Errorf("directives name scheduler %q: %w", d.Scheduler, err)
+	}
+	mutated := obj.DeepCopy()
+	if err := adapter.Apply(mutated, w, d); err != nil {
+		return nil, fmt.Errorf("unable to apply %s directives: %w", adapter.Name(), err)
+	}
+	return mutated, nil
 }
