@@ -12,6 +12,19 @@ const (
 	DimensionPreemption Dimension = "preemption"
 )
 
+// Enforcement actions: what a violation does, set per violation code or
+// dimension in the authority data (model.enforcement), so a new rule can go
+// out as dryrun, then warn, then deny without touching Rego.
+const (
+	// EnforceDeny denies the workload (the default).
+	EnforceDeny = "deny"
+	// EnforceWarn admits the workload and shows the violation as a warning.
+	EnforceWarn = "warn"
+	// EnforceDryRun admits the workload silently; the violation is only
+	// recorded (decision log, metrics).
+	EnforceDryRun = "dryrun"
+)
+
 // Decision is what the authority model says about one workload: the contract
 // between data.mandate.decision in Rego and the Go side.
 type Decision struct {
@@ -20,8 +33,15 @@ type Decision struct {
 	// Revision of the policies that decided.
 	Revision   string      `json:"revision"`
 	Allowed    bool        `json:"allowed"`
+	// Violations are the enforced ones (action deny): any denies.
 	Violations []Violation `json:"violations"`
-	Warnings   []string    `json:"warnings"`
+	// Warned are violations whose action is warn: admitted, and their
+	// messages are among Warnings.
+	Warned []Violation `json:"warned,omitempty"`
+	// DryRun are violations whose action is dryrun: admitted silently,
+	// only recorded.
+	DryRun   []Violation `json:"dryrun,omitempty"`
+	Warnings []string    `json:"warnings"`
 	Directives Directives  `json:"directives"`
 	// Explanations say, per dimension, the verdict, the limit and the
 	// current value, so a person sees why.
@@ -33,6 +53,8 @@ type Violation struct {
 	Code      string    `json:"code"`
 	Dimension Dimension `json:"dimension"`
 	Message   string    `json:"message"`
+	// Enforcement is EnforceDeny, EnforceWarn or EnforceDryRun.
+	Enforcement string `json:"enforcement,omitempty"`
 }
 
 // Explanation summarises one dimension of a decision.

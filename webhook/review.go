@@ -53,6 +53,19 @@ type Review struct {
 	Patch []jsonpatch.JsonPatchOperation
 	// Mutated is the object as it would be stored; nil when denied.
 	Mutated *unstructured.Unstructured
+	// Shadow is what the shadow (candidate) revision decided about the
+	// same input, never enforced; nil without a shadow revision.
+	Shadow *Shadow
+}
+
+// Shadow is a candidate revision's decision beside the active one.
+type Shadow struct {
+	Revision string
+	Decision evaluator.Decision
+	// Differences say, one per entry, how the candidate's decision differs
+	// from the active one ("allowed: true -> false", "directives.queue:
+	// research -> research-llm"); empty when they agree.
+	Differences []string
 }
 
 // Review normalises, decides and, when admitted, mutates a copy of obj. A
