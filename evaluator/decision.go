@@ -31,8 +31,8 @@ type Decision struct {
 	// ID identifies this decision in logs and audit annotations.
 	ID string `json:"id"`
 	// Revision of the policies that decided.
-	Revision   string      `json:"revision"`
-	Allowed    bool        `json:"allowed"`
+	Revision string `json:"revision"`
+	Allowed  bool   `json:"allowed"`
 	// Violations are the enforced ones (action deny): any denies.
 	Violations []Violation `json:"violations"`
 	// Warned are violations whose action is warn: admitted, and their
@@ -40,8 +40,8 @@ type Decision struct {
 	Warned []Violation `json:"warned,omitempty"`
 	// DryRun are violations whose action is dryrun: admitted silently,
 	// only recorded.
-	DryRun   []Violation `json:"dryrun,omitempty"`
-	Warnings []string    `json:"warnings"`
+	DryRun     []Violation `json:"dryrun,omitempty"`
+	Warnings   []string    `json:"warnings"`
 	Directives Directives  `json:"directives"`
 	// Explanations say, per dimension, the verdict, the limit and the
 	// current value, so a person sees why.
