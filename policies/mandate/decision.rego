@@ -4,11 +4,17 @@
 #   The entrypoints the Go side reads. decision, on every admission: whether
 #   the workload is allowed, every violation with its authority dimension and
 #   a message a person can act on, warnings and the scheduler directives.
+#   Violations are staged by data.mandate.model.enforcement (see
+#   mandate.enforcement): violations holds the deny-stage ones (any denies),
+#   warned the warn-stage ones (admitted; their messages, prefixed with the
+#   code, are among warnings) and dryrun the dryrun-stage ones (admitted
+#   silently, only recorded).
 #   explanations, on demand (denials, mandate eval, decision logs): per
 #   dimension the verdict, the limit and the current value.
 package mandate
 
 import data.mandate.directives
+import data.mandate.enforcement
 import data.mandate.preemption
 import data.mandate.priority
 import data.mandate.quota
@@ -28,13 +34,32 @@ _explain["preemption"] := preemption.explain
 # METADATA
 # entrypoint: true
 decision := {
-	"allowed": count(denies) == 0,
-	"violations": [v | some v in sort(denies)],
-	"warnings": sort([w.message | some w in (quota.warn | topology.warn)]),
+	"allowed": count(violations) == 0,
+	"violations": violations,
+	"warned": warned,
+	"dryrun": dryrun,
+	"warnings": sort(array.concat(
+		[w.message | some w in (quota.warn | topology.warn)],
+		[m | some v in staged; m := _staged_warning(v)],
+	)),
 	"directives": array.concat([d | d := directives.directives], [{}])[0],
 } if {
 	denies := (((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | preemption.deny
+
+	# Each violation carries its enforcement action (data, not Rego, says
+	# which): only deny-stage ones deny.
+	staged := [object.union(v, {"enforcement": enforcement.action(v)}) | some v in sort(denies)]
+	violations := [v | some v in staged; v.enforcement == "deny"]
+	warned := [v | some v in staged; v.enforcement == "warn"]
+	dryrun := [v | some v in staged; v.enforcement == "dryrun"]
 }
+
+# _staged_warning(v) is what the user is told about a staged violation: a
+# warn-stage one's message, prefixed with its code, or why an enforcement
+# entry was not understood.
+_staged_warning(v) := sprintf("%s: %s", [v.code, v.message]) if v.enforcement == "warn"
+
+_staged_warning(v) := enforcement.misconfigured(v)
 
 # METADATA
 # entrypoint: true

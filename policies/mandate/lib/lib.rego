@@ -10,6 +10,9 @@ package mandate.lib
 # rules and topology levels.
 import data.mandate.model
 
+# What each violation does: deny, warn or dryrun.
+import data.mandate.enforcement
+
 workload := input.workload
 
 # The tenant comes from the namespace label, never from the workload.
@@ -62,11 +65,19 @@ violation(code, dimension, message) := {
 	"message": message,
 }
 
-# verdict summarises a dimension's denials and warnings.
+# verdict summarises a dimension's denials, as their enforcement stages them
+# (see mandate.enforcement), and warnings: "deny", "warn", "dryrun" (only
+# dryrun-stage denials: it would deny) or "ok".
 verdict(deny, warn) := "deny" if {
-	count(deny) > 0
+	some v in deny
+	enforcement.action(v) == "deny"
 } else := "warn" if {
 	count(warn) > 0
+} else := "warn" if {
+	some v in deny
+	enforcement.action(v) == "warn"
+} else := "dryrun" if {
+	count(deny) > 0
 } else := "ok"
 
 # describe_classes renders classes with their values: "train (50), build (100)".

@@ -1,0 +1,55 @@
+package mandate.enforcement_test
+
+import data.mandate.enforcement
+
+_v := {"code": "TOPOLOGY_NEVER_FITS", "dimension": "topology", "message": "m"}
+
+test_unlisted_violation_denies if {
+	enforcement.action(_v) == "deny" with data.mandate.model.enforcement as {}
+	enforcement.action(_v) == "deny" with data.mandate.model.enforcement as {"quota": "dryrun"}
+}
+
+test_dimension_entry_applies if {
+	enforcement.action(_v) == "warn" with data.mandate.model.enforcement as {"topology": "warn"}
+	enforcement.action(_v) == "dryrun" with data.mandate.model.enforcement as {"topology": "dryrun"}
+}
+
+test_code_entry_wins_over_dimension if {
+	enforcement.action(_v) == "dryrun" with data.mandate.model.enforcement as {"topology": "deny", "TOPOLOGY_NEVER_FITS": "dryrun"}
+	enforcement.action(_v) == "deny" with data.mandate.model.enforcement as {"topology": "dryrun", "TOPOLOGY_NEVER_FITS": "deny"}
+}
+
+test_unknown_action_denies_and_names_the_entry if {
+	enforcement.action(_v) == "deny" with data.mandate.model.enforcement as {"topology": "warn", "TOPOLOGY_NEVER_FITS": "off"}
+	msg := enforcement.misconfigured(_v) with data.mandate.model.enforcement as {"topology": "warn", "TOPOLOGY_NEVER_FITS": "off"}
+	msg == `TOPOLOGY_NEVER_FITS: enforcement "off" of "TOPOLOGY_NEVER_FITS" in the authority data (enforcement) is not deny, warn or dryrun, so it denies`
+}
+
+test_non_string_action_denies if {
+	enforcement.action(_v) == "deny" with data.mandate.model.enforcement as {"topology": false}
+	contains(enforcement.misconfigured(_v), `enforcement false of "topology"`) with data.mandate.model.enforcement as {"topology": false}
+}
+
+test_known_action_is_not_misconfigured if {
+	not enforcement.misconfigured(_v) with data.mandate.model.enforcement as {"topology": "dryrun"}
+	not enforcement.misconfigured(_v) with data.mandate.model.enforcement as {}
+}
+
+# The shipped authority data names only known actions, so a typo fails CI
+# (and `mandate bundle build --test`) before it ships.
+test_authority_data_names_only_known_actions if {
+	every key, a in data.mandate.model.enforcement {
+		is_string(key)
+		a in enforcement.actions
+	}
+}
+
+test_authority_data_check_catches_a_typo if {
+	not _all_known with data.mandate.model.enforcement as {"quota": "dryrun", "topology": "denny"}
+}
+
+_all_known if {
+	every a in data.mandate.model.enforcement {
+		a in enforcement.actions
+	}
+}
