@@ -60,7 +60,8 @@ type Violation struct {
 // Explanation summarises one dimension of a decision.
 type Explanation struct {
 	Dimension Dimension `json:"dimension"`
-	// Verdict is "ok", "warn" or "deny".
+	// Verdict is "ok", "warn", "dryrun" (only dryrun-stage violations: it
+	// would deny) or "deny".
 	Verdict string `json:"verdict"`
 	// Limit and Current are human-readable ("ceiling 64 nvidia.com/gpu",
 	// "48 in use + 32 requested").

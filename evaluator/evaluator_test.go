@@ -158,6 +158,10 @@ func TestDecideRejectsMalformedDecisions(t *testing.T) {
 		{"deny without a reason", `decision := {"allowed": false, "violations": []}`, "denies without a violation"},
 		{"violations of the wrong shape", `decision := {"allowed": false, "violations": "no"}`, "decision.violations"},
 		{"undefined", `decision := {"allowed": true} if false`, "is undefined"},
+		{"warned of the wrong shape", `decision := {"allowed": true, "warned": {"a": 1}}`, "decision.warned is map"},
+		{"dryrun entry not an object", `decision := {"allowed": true, "dryrun": ["x"]}`, "decision.dryrun[0] is string, want an object"},
+		{"unknown enforcement", `decision := {"allowed": true, "warned": [{"code": "X", "enforcement": "maybe"}]}`,
+			`decision.warned[0].enforcement is "maybe", want deny, warn or dryrun`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, err := evaluator.New(context.Background(), policy(t, "package mandate\n"+tc.rego), evaluator.Options{})
@@ -227,7 +231,7 @@ func TestExplanationsOnDemand(t *testing.T) {
 	var dims []evaluator.Dimension
 	for _, e := range explained.Explanations {
 		dims = append(dims, e.Dimension)
-		require.Contains(t, []string{"ok", "warn", "deny"}, e.Verdict)
+		require.Contains(t, []string{"ok", "warn", "dryrun", "deny"}, e.Verdict)
 		require.NotEmpty(t, e.Limit)
 		require.NotEmpty(t, e.Current)
 	}

@@ -16,14 +16,9 @@ func decodeDecision(v, explanations any) (Decision, error) {
 	}
 	r := reader{}
 	d.Allowed = r.boolean(obj, "decision", "allowed", true)
-	for i, item := range r.list(obj, "violations") {
-		m := r.object(item, fmt.Sprintf("decision.violations[%d]", i))
-		d.Violations = append(d.Violations, Violation{
-			Code:      r.str(m, "code"),
-			Dimension: Dimension(r.str(m, "dimension")),
-			Message:   r.str(m, "message"),
-		})
-	}
+	d.Violations = r.violations(obj, "violations")
+	d.Warned = r.violations(obj, "warned")
+	d.DryRun = r.violations(obj, "dryrun")
 	for i, item := range r.list(obj, "warnings") {
 		s, ok := item.(string)
 		if !ok {
@@ -56,6 +51,33 @@ func decodeDecision(v, explanations any) (Decision, error) {
 		return d, fmt.Errorf("decision denies without a violation: a person could not tell why")
 	}
 	return d, nil
+}
+
+// violations reads the list of violations at obj[key]; each one's
+// enforcement, when set, must be an action.
+func (r *reader) violations(obj map[string]any, key string) []Violation {
+	list := r.list(obj, key)
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]Violation, 0, len(list))
+	for i, item := range list {
+		field := fmt.Sprintf("decision.%s[%d]", key, i)
+		m := r.object(item, field)
+		v := Violation{
+			Code:        r.str(m, "code"),
+			Dimension:   Dimension(r.str(m, "dimension")),
+			Message:     r.str(m, "message"),
+			Enforcement: r.str(m, "enforcement"),
+		}
+		switch v.Enforcement {
+		case "", EnforceDeny, EnforceWarn, EnforceDryRun:
+		default:
+			r.fail("%s.enforcement is %q, want %s, %s or %s", field, v.Enforcement, EnforceDeny, EnforceWarn, EnforceDryRun)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // reader keeps the first shape error it meets; later reads return zero values.
