@@ -1,7 +1,8 @@
 // Package report renders decisions for people and for machines: the table
 // `mandate eval` and `mandate demo` print (what was admitted, mutated or
 // denied, by which dimension and why), and the JSON/YAML view whose top level
-// carries allowed, violations, warnings and directives.
+// carries allowed, violations (with the warned and dryrun ones of staged
+// rules), warnings and directives.
 package report
 
 import (
@@ -28,6 +29,8 @@ type View struct {
 	Workload     WorkloadRef                    `json:"workload"`
 	Allowed      bool                           `json:"allowed"`
 	Violations   []evaluator.Violation          `json:"violations"`
+	Warned       []evaluator.Violation          `json:"warned,omitempty"`
+	DryRun       []evaluator.Violation          `json:"dryrun,omitempty"`
 	Warnings     []string                       `json:"warnings"`
 	Directives   evaluator.Directives           `json:"directives"`
 	Explanations []evaluator.Explanation        `json:"explanations"`
@@ -53,6 +56,8 @@ func ViewOf(it Item) View {
 		Workload:     WorkloadRef{Kind: r.Workload.Kind, Namespace: r.Workload.Namespace, Name: r.Workload.Name, Tenant: r.Workload.Tenant},
 		Allowed:      d.Allowed,
 		Violations:   d.Violations,
+		Warned:       d.Warned,
+		DryRun:       d.DryRun,
 		Warnings:     d.Warnings,
 		Directives:   d.Directives,
 		Explanations: d.Explanations,

@@ -46,6 +46,9 @@ func WriteDetails(w io.Writer, items []Item) error {
 		for _, m := range d.Warnings {
 			fmt.Fprintf(w, "   WARN  %s\n", m)
 		}
+		for _, v := range d.DryRun {
+			fmt.Fprintf(w, "   DRYRUN [%s] %s: would deny: %s\n", v.Dimension, v.Code, v.Message)
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "   DIMENSION\tVERDICT\tLIMIT\tCURRENT")
 		for _, e := range d.Explanations {
@@ -69,23 +72,42 @@ func name(it Item) string {
 	return fmt.Sprintf("%s %s/%s", strings.ToLower(wl.Kind), wl.Namespace, wl.Name)
 }
 
-// headline is the first violation, else the first warning, else "-".
+// headline is the first violation, else the first warn-stage violation,
+// else the first warning, else the first dryrun-stage violation, else "-".
 func headline(it Item) (string, string) {
 	d := it.Review.Decision
 	if len(d.Violations) > 0 {
 		v := d.Violations[0]
-		extra := ""
-		if n := len(d.Violations) - 1; n > 0 {
-			extra = fmt.Sprintf(" (+%d more)", n)
-		}
-		return string(v.Dimension), v.Message + extra
+		return string(v.Dimension), v.Message + more(len(d.Violations))
+	}
+	if len(d.Warned) > 0 {
+		v := d.Warned[0]
+		return string(v.Dimension), v.Code + ": " + v.Message + more(len(d.Warned))
 	}
 	for _, e := range d.Explanations {
 		if e.Verdict == "warn" && len(d.Warnings) > 0 {
 			return string(e.Dimension), d.Warnings[0]
 		}
 	}
+	if len(d.DryRun) > 0 {
+		v := d.DryRun[0]
+		return string(v.Dimension), wouldDeny(v) + more(len(d.DryRun))
+	}
 	return "-", "within every limit"
+}
+
+// more says how many of n violations a headline leaves out.
+func more(n int) string {
+	if n > 1 {
+		return fmt.Sprintf(" (+%d more)", n-1)
+	}
+	return ""
+}
+
+// wouldDeny describes a dryrun-stage violation: admitted, but it is what
+// denying it would say.
+func wouldDeny(v evaluator.Violation) string {
+	return "would deny (dryrun): " + v.Message
 }
 
 // injected is the directives in short: "volcano/research train preemptible
