@@ -24,10 +24,17 @@ import (
 	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
-// Audit annotation keys every admitted workload's audit event carries.
+// Audit annotation keys of every decided workload's response. The API
+// server prefixes each with the webhook's name, so its audit log records
+// e.g. "mutate.mandate.dev/decision-id"; it drops a key that already has a
+// prefix (a qualified name allows one "/").
 const (
-	AuditDecisionID     = "mandate.dev/decision-id"
-	AuditPolicyRevision = "mandate.dev/policy-revision"
+	AuditDecisionID     = "decision-id"
+	AuditPolicyRevision = "policy-revision"
+	// AuditDryRunViolations lists, comma-separated, the codes of the
+	// dryrun-stage violations of an admitted workload: what it would have
+	// been denied for.
+	AuditDryRunViolations = "dryrun-violations"
 )
 
 // DefaultOwnerTimeout bounds the uncached read of a pod's owner; it must
@@ -94,9 +101,26 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return observe("mutate", denied(d))
 	}
 	resp = admission.Patched("", review.Patch...)
+	// Warn-stage violations are among the warnings; dryrun-stage ones are
+	// only recorded, in the audit annotations.
 	resp.Warnings = d.Warnings
-	resp.AuditAnnotations = map[string]string{AuditDecisionID: d.ID, AuditPolicyRevision: d.Revision}
+	resp.AuditAnnotations = auditAnnotations(d)
 	return observe("mutate", resp)
+}
+
+// auditAnnotations are what the API server's audit event of a decided
+// request records: the decision, the revision that made it and, when a
+// rule is staged as dryrun, the codes it would have denied for.
+func auditAnnotations(d evaluator.Decision) map[string]string {
+	a := map[string]string{AuditDecisionID: d.ID, AuditPolicyRevision: d.Revision}
+	if len(d.DryRun) > 0 {
+		codes := make([]string, len(d.DryRun))
+		for i, v := range d.DryRun {
+			codes[i] = v.Code
+		}
+		a[AuditDryRunViolations] = strings.Join(codes, ",")
+	}
+	return a
 }
 
 func (m *Mutator) ownerTimeout() time.Duration {
@@ -253,6 +277,6 @@ func denied(d evaluator.Decision) admission.Response {
 	resp.Result.Code = http.StatusForbidden
 	resp.Result.Reason = metav1.StatusReason("denied by the authority model (" + strings.Join(dims, ", ") + ")")
 	resp.Result.Details = &metav1.StatusDetails{Causes: causes}
-	resp.AuditAnnotations = map[string]string{AuditDecisionID: d.ID, AuditPolicyRevision: d.Revision}
+	resp.AuditAnnotations = auditAnnotations(d)
 	return resp
 }

@@ -66,6 +66,6 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	resp = admission.Allowed("")
 	resp.Warnings = append(d.Warnings[:len(d.Warnings):len(d.Warnings)],
 		"admitted without Mandate's scheduling directives: the mutating webhook did not run")
-	resp.AuditAnnotations = map[string]string{AuditDecisionID: d.ID, AuditPolicyRevision: d.Revision}
+	resp.AuditAnnotations = auditAnnotations(d)
 	return observe("validate", resp)
 }

@@ -1,0 +1,80 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/policies"
+)
+
+// stagedReviewer decides with the default authority model whose quota
+// rules are staged at action.
+func stagedReviewer(t *testing.T, action string) *Reviewer {
+	t.Helper()
+	p, err := evaluator.LoadFS(policies.FS, "staged-"+action)
+	require.NoError(t, err)
+	p.Data["mandate"].(map[string]any)["model"].(map[string]any)["enforcement"] = map[string]any{"quota": action}
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	r, _ := newTestReviewer(t)
+	r.Decider = ev
+	return r
+}
+
+// TestStagedEnforcementResponses: the same over-ceiling Job through both
+// handlers with its quota rule at each action. Warn shows the violation
+// as a warning; dryrun admits it silently and names the code in the audit
+// annotations; deny denies.
+func TestStagedEnforcementResponses(t *testing.T) {
+	const code = "QUOTA_EXCEEDS_CEILING"
+	for _, action := range []string{evaluator.EnforceDryRun, evaluator.EnforceWarn, evaluator.EnforceDeny} {
+		r := stagedReviewer(t, action)
+		for name, h := range map[string]admission.Handler{"mutate": &Mutator{Reviewer: r}, "validate": &Validator{Reviewer: r}} {
+			t.Run(action+"/"+name, func(t *testing.T) {
+				resp := h.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "dave"))
+				var coded []string
+				for _, w := range resp.Warnings {
+					if strings.HasPrefix(w, code+": ") {
+						coded = append(coded, w)
+					}
+				}
+				switch action {
+				case evaluator.EnforceDryRun:
+					require.True(t, resp.Allowed, "result: %+v", resp.Result)
+					assert.Empty(t, coded, "a dryrun violation is not shown")
+					assert.Equal(t, code, resp.AuditAnnotations[AuditDryRunViolations])
+				case evaluator.EnforceWarn:
+					require.True(t, resp.Allowed, "result: %+v", resp.Result)
+					require.Len(t, coded, 1)
+					assert.Contains(t, coded[0], "tenant platform's ceiling is 16")
+					assert.NotContains(t, resp.AuditAnnotations, AuditDryRunViolations)
+				case evaluator.EnforceDeny:
+					require.False(t, resp.Allowed)
+					assert.Contains(t, resp.Result.Message, "tenant platform's ceiling is 16")
+					assert.NotContains(t, resp.AuditAnnotations, AuditDryRunViolations)
+				}
+				assert.Equal(t, "staged-"+action, resp.AuditAnnotations[AuditPolicyRevision])
+			})
+		}
+	}
+}
+
+func TestAuditAnnotationKeysTakeTheWebhookPrefix(t *testing.T) {
+	// The API server records AuditAnnotations as "<webhook name>/<key>"
+	// and drops keys that do not make a qualified name that way.
+	for _, key := range []string{AuditDecisionID, AuditPolicyRevision, AuditDryRunViolations} {
+		for _, webhook := range []string{MutatingWebhookName, ValidatingWebhookName} {
+			assert.Empty(t, validation.IsQualifiedName(webhook+"/"+key), key)
+		}
+	}
+	d := evaluator.Decision{ID: "id", Revision: "r", DryRun: []evaluator.Violation{{Code: "A"}, {Code: "B"}}}
+	assert.Equal(t, map[string]string{AuditDecisionID: "id", AuditPolicyRevision: "r", AuditDryRunViolations: "A,B"}, auditAnnotations(d))
+}
