@@ -66,6 +66,21 @@ func freePort(t *testing.T) int {
 // per binary may add the gang controller).
 func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 	t.Helper()
+	return startWith(t, startOptions{setup: setup})
+}
+
+// startOptions adjust startWith: extra API server options (flags) and a
+// change to the webhook server's options (e.g. a bundle source).
+type startOptions struct {
+	setup   []func(manager.Manager) error
+	env     []envtest.Option
+	options func(*webhook.Options)
+}
+
+// startWith is start with startOptions.
+func startWith(t *testing.T, so startOptions) *suite {
+	t.Helper()
+	setup := so.setup
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctrl.SetLogger(log)
 
@@ -76,17 +91,17 @@ func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 		URL:       fmt.Sprintf("https://127.0.0.1:%d", port),
 		Namespace: mandateNamespace,
 	})
-	env := envtest.Start(t, envtest.WithPyTorchJobCRD(), envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
+	env := envtest.Start(t, append([]envtest.Option{envtest.WithPyTorchJobCRD(), envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 		LocalServingHost:   "127.0.0.1",
 		LocalServingPort:   port,
-	}))
+	})}, so.env...)...)
 	wio := env.Environment.WebhookInstallOptions
 
 	s := &suite{env: env, healthAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
-	srv, err := webhook.New(ctx, webhook.Options{
+	opts := webhook.Options{
 		RestConfig:  env.Config,
 		CertDir:     wio.LocalServingCertDir,
 		Host:        wio.LocalServingHost,
@@ -95,7 +110,11 @@ func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 		MetricsAddr: "0",
 		Namespace:   mandateNamespace,
 		Setup:       setup,
-	})
+	}
+	if so.options != nil {
+		so.options(&opts)
+	}
+	srv, err := webhook.New(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("webhook.New: %v", err)

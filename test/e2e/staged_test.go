@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/webhook"
+)
+
+// auditPolicy records PyTorchJob requests at Metadata level, which carries
+// the admission webhooks' audit annotations.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  resources:
+  - group: kubeflow.org
+    resources: [pytorchjobs]
+- level: None
+`
+
+// TestStagedEnforcement is the acceptance test of staged enforcement: one
+// workload, a PyTorchJob at a priority class above its tenant's tiers
+// (PRIORITY_NOT_ALLOWED), is created through the real API server while the
+// governance team moves that rule from dryrun to warn to deny by editing
+// only the enforcement data of the bundle mandate serve polls.
+//   - dryrun: created, the client sees no warning, and the API server's
+//     audit event carries the rule's code;
+//   - warn: created, and the client receives the violation as a warning;
+//   - deny: Forbidden, with the violation's message.
+func TestStagedEnforcement(t *testing.T) {
+	dir := t.TempDir()
+	auditLog, auditPolicyFile := filepath.Join(dir, "audit.log"), filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicyFile, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bundlePath := filepath.Join(dir, "bundle.tar.gz")
+	publishStage(t, bundlePath, "dryrun")
+	s := startWith(t, startOptions{
+		env: []envtest.Option{
+			envtest.WithAPIServerArg("audit-policy-file", auditPolicyFile),
+			envtest.WithAPIServerArg("audit-log-path", auditLog),
+		},
+		options: func(o *webhook.Options) {
+			o.Bundle = &bundles.SourceOptions{File: bundlePath, Interval: 100 * time.Millisecond}
+		},
+	})
+	s.populate(t)
+	ctx := context.Background()
+
+	warnings := &warningRecorder{}
+	cfg := rest.CopyConfig(s.env.Config)
+	cfg.WarningHandlerWithContext = warnings
+	c, err := client.New(cfg, client.Options{Scheme: s.env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const code = "PRIORITY_NOT_ALLOWED"
+	for _, stage := range []string{evaluator.EnforceDryRun, evaluator.EnforceWarn, evaluator.EnforceDeny} {
+		t.Run(stage, func(t *testing.T) {
+			if stage != evaluator.EnforceDryRun {
+				publishStage(t, bundlePath, stage)
+			}
+			waitFor(t, 30*time.Second, "revision "+stageRevision(stage)+" to activate", func() bool {
+				return s.srv.Activator.Status().Revision == stageRevision(stage)
+			})
+			// What the active revision decides, as a dry run (nothing reserved).
+			r := webhook.Reviewer{Decider: s.srv.Activator.Current(), State: s.srv.State}
+			review, err := r.Review(ctx, object(t, visionUrgent), evaluator.Request{Operation: "CREATE", User: "admin", DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := review.Decision
+			violation := findViolation(t, d, stage, code)
+
+			warnings.reset()
+			obj := object(t, visionUrgent)
+			err = c.Create(ctx, obj)
+			got := warnings.get()
+			switch stage {
+			case evaluator.EnforceDryRun:
+				if err != nil {
+					t.Fatalf("Create() error = %v, want created", err)
+				}
+				if len(got) != 0 {
+					t.Errorf("client warnings = %q, want none under dryrun", got)
+				}
+				annotations := auditAnnotations(t, auditLog, obj)
+				key := webhook.MutatingWebhookName + "/" + webhook.AuditDryRunViolations
+				if annotations[key] != code {
+					t.Errorf("audit annotation %s = %q, want %q (annotations %v)", key, annotations[key], code, annotations)
+				}
+				if rev := annotations[webhook.MutatingWebhookName+"/"+webhook.AuditPolicyRevision]; rev != stageRevision(stage) {
+					t.Errorf("audit annotation of the revision = %q, want %q", rev, stageRevision(stage))
+				}
+			case evaluator.EnforceWarn:
+				if err != nil {
+					t.Fatalf("Create() error = %v, want created", err)
+				}
+				want := code + ": " + violation.Message
+				if !containsString(got, want) {
+					t.Errorf("client warnings = %q, want %q", got, want)
+				}
+			case evaluator.EnforceDeny:
+				if !apierrors.IsForbidden(err) {
+					t.Fatalf("Create() error = %v, want Forbidden", err)
+				}
+				if !strings.Contains(err.Error(), violation.Message) {
+					t.Errorf("error %q lacks the violation %q", err, violation.Message)
+				}
+				if len(got) != 0 {
+					t.Errorf("client warnings = %q, want none on a denial", got)
+				}
+				return
+			}
+			expect(t, obj, "spec.pytorchReplicaSpecs.Worker.template.spec.priorityClassName", "build")
+			if err := c.Delete(ctx, obj); err != nil {
+				t.Fatalf("Delete() error = %v", err)
+			}
+			waitFor(t, 10*time.Second, "the PyTorchJob to be gone", func() bool {
+				return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(obj), object(t, visionUrgent)))
+			})
+		})
+	}
+}
+
+func stageRevision(stage string) string { return "staged-" + stage }
+
+// publishStage builds a bundle of the default policies with
+// PRIORITY_NOT_ALLOWED at stage, changing only data.json, and renames it
+// into place at path, as a governance team's CI would publish it.
+func publishStage(t *testing.T, path, stage string) {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(repoRoot(t), "policies")
+	if err := os.CopyFS(dir, os.DirFS(root)); err != nil {
+		t.Fatal(err)
+	}
+	dataPath := filepath.Join(dir, "mandate", "model", "data.json")
+	raw, err := os.ReadFile(dataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	data["enforcement"].(map[string]any)["PRIORITY_NOT_ALLOWED"] = stage
+	if raw, err = json.Marshal(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dataPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: stageRevision(stage)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := path + ".tmp"
+	if err := bundles.WriteFile(tmp, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// findViolation returns the decision's violation of code, which must sit
+// in the list of its stage with that enforcement.
+func findViolation(t *testing.T, d evaluator.Decision, stage, code string) evaluator.Violation {
+	t.Helper()
+	list := map[string][]evaluator.Violation{
+		evaluator.EnforceDeny: d.Violations, evaluator.EnforceWarn: d.Warned, evaluator.EnforceDryRun: d.DryRun,
+	}[stage]
+	for _, v := range list {
+		if v.Code == code && v.Enforcement == stage {
+			return v
+		}
+	}
+	t.Fatalf("decision has no %s-stage %s: %+v", stage, code, d)
+	return evaluator.Violation{}
+}
+
+// auditAnnotations waits for the audit event of obj's create and returns
+// its annotations.
+func auditAnnotations(t *testing.T, path string, obj client.Object) map[string]string {
+	t.Helper()
+	var found map[string]string
+	waitFor(t, 10*time.Second, "the audit event of the create", func() bool {
+		f, err := os.Open(path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
+		for sc.Scan() {
+			var ev struct {
+				Verb      string `json:"verb"`
+				Stage     string `json:"stage"`
+				ObjectRef struct {
+					Namespace string `json:"namespace"`
+					Name      string `json:"name"`
+				} `json:"objectRef"`
+				Annotations map[string]string `json:"annotations"`
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			if ev.Verb == "create" && ev.Stage == "ResponseComplete" &&
+				ev.ObjectRef.Namespace == obj.GetNamespace() && ev.ObjectRef.Name == obj.GetName() {
+				found = ev.Annotations
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// warningRecorder keeps the warnings the API server returns to a client.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningRecorder) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = nil
+}
+
+func (w *warningRecorder) get() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.warnings...)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
