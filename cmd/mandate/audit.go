@@ -72,15 +72,18 @@ Exit status: 0 when nothing would be denied, 1 when some workload would be,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "audit only this namespace's workloads (usage still counts the whole cluster)")
 	f.StringSliceVar(&o.exempt, "exempt-namespace", nil, "namespaces Mandate does not govern, beside kube-system, kube-public and kube-node-lease (e.g. Mandate's own)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.MarkFlagsMutuallyExclusive("bundle", "policies")
-	cmd.MarkFlagsMutuallyExclusive("snapshot", "kubeconfig")
-	cmd.MarkFlagsOneRequired("snapshot", "kubeconfig")
 	return cmd
 }
 
 func runAudit(ctx context.Context, out io.Writer, o auditOptions) (int, error) {
 	if o.output != "table" && o.output != "json" {
 		return 0, fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	if o.bundle != "" && o.policies != "" {
+		return 0, errors.New("--bundle and --policies both name a candidate: give one")
+	}
+	if (o.snapshot == "") == (o.kubeconfig == "") {
+		return 0, errors.New("give the workloads to audit with exactly one of --snapshot FILE or --kubeconfig FILE")
 	}
 	if o.verificationKey != "" && o.bundle == "" {
 		return 0, errors.New("--bundle-verification-key verifies a --bundle; none was given")
@@ -131,7 +134,11 @@ func loadCandidate(o auditOptions) (*evaluator.Policy, error) {
 	if o.verificationKey != "" {
 		verify = &bundles.VerifyOptions{PublicKey: o.verificationKey}
 	}
-	return bundles.Load(o.bundle, verify)
+	p, err := bundles.Load(o.bundle, verify)
+	if err != nil && verify != nil {
+		return nil, fmt.Errorf("%w (verifying with --bundle-verification-key %s)", err, o.verificationKey)
+	}
+	return p, err
 }
 
 func readInventory(ctx context.Context, o auditOptions) (*audit.Inventory, error) {
