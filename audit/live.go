@@ -8,12 +8,29 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // listPageSize bounds one List call, so a large cluster is read in pages.
 const listPageSize = 500
+
+// ListKubeconfig reads the inventory from the cluster a kubeconfig file
+// names (its current context, or kubeContext when set).
+func ListKubeconfig(ctx context.Context, path, kubeContext string) (*Inventory, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubeContext}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("unable to read kubeconfig %s: %w", path, err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("unable to connect to %s: %w", cfg.Host, err)
+	}
+	return List(ctx, c, "cluster "+cfg.Host)
+}
 
 // List reads the inventory from an API server: every Node, Namespace and
 // Pod (the whole cluster, since usage and free capacity are cluster-wide),

@@ -7,8 +7,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/bundles"
@@ -145,15 +143,5 @@ func readInventory(ctx context.Context, o auditOptions) (*audit.Inventory, error
 	if o.snapshot != "" {
 		return audit.ReadSnapshot(o.snapshot)
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("unable to read kubeconfig %s: %w", o.kubeconfig, err)
-	}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("unable to connect to %s: %w", cfg.Host, err)
-	}
-	return audit.List(ctx, c, "cluster "+cfg.Host)
+	return audit.ListKubeconfig(ctx, o.kubeconfig, o.kubeContext)
 }
