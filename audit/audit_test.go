@@ -30,6 +30,18 @@ var allWorkloads = []string{
 	"job vision/sweep", "pod vision/tensorboard", "pod vision/vit-0",
 }
 
+// candidateVerdicts is what candidatePolicy makes of the admitted cluster:
+// exactly two denials, one change (the queue), the rest as they are.
+var candidateVerdicts = map[string]string{
+	"job product/finetune":    "would-deny PRIORITY_NOT_ALLOWED",
+	"pod vision/vit-0":        "would-deny QUOTA_EXCEEDS_CEILING",
+	"pytorchjob llm/pretrain": "would-change",
+	"pod platform/ci-runner":  "unchanged",
+	"pod product/serve-0":     "unchanged",
+	"job vision/sweep":        "unchanged",
+	"pod vision/tensorboard":  "unchanged",
+}
+
 func TestDefaultPolicyOnUnmarkedClusterDeniesNothing(t *testing.T) {
 	rep := run(t, readSnapshot(t, rawSnapshot), defaultPolicy(t))
 
@@ -98,15 +110,7 @@ func TestDefaultPolicyOnAdmittedClusterChangesNothing(t *testing.T) {
 func TestCandidateListsExactlyWhatItWouldDeny(t *testing.T) {
 	rep := run(t, readSnapshot(t, admittedSnapshot), candidatePolicy(t))
 
-	assert.Equal(t, map[string]string{
-		"job product/finetune":    "would-deny PRIORITY_NOT_ALLOWED",
-		"pod vision/vit-0":        "would-deny QUOTA_EXCEEDS_CEILING",
-		"pytorchjob llm/pretrain": "would-change",
-		"pod platform/ci-runner":  "unchanged",
-		"pod product/serve-0":     "unchanged",
-		"job vision/sweep":        "unchanged",
-		"pod vision/tensorboard":  "unchanged",
-	}, verdicts(rep))
+	assert.Equal(t, candidateVerdicts, verdicts(rep))
 	assert.Equal(t, audit.Summary{Workloads: 7, Denied: 2, Changed: 1, Unchanged: 4, Warned: 1}, rep.Summary)
 	assert.Equal(t, "candidate", rep.Revision)
 

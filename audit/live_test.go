@@ -112,15 +112,7 @@ func TestAuditLiveCluster(t *testing.T) {
 
 	t.Run("candidate", func(t *testing.T) {
 		rep := run(t, inv, candidatePolicy(t))
-		assert.Equal(t, map[string]string{
-			"job product/finetune":    "would-deny PRIORITY_NOT_ALLOWED",
-			"pod vision/vit-0":        "would-deny QUOTA_EXCEEDS_CEILING",
-			"pytorchjob llm/pretrain": "would-change",
-			"pod platform/ci-runner":  "unchanged",
-			"pod product/serve-0":     "unchanged",
-			"job vision/sweep":        "unchanged",
-			"pod vision/tensorboard":  "unchanged",
-		}, verdicts(rep))
+		assert.Equal(t, candidateVerdicts, verdicts(rep))
 		for _, r := range rep.Workloads {
 			if r.Workload.Name == "pretrain" {
 				assert.Equal(t, []string{"queue: research-llm -> llm-v2"}, r.Differences)

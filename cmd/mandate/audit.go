@@ -50,14 +50,7 @@ Exit status: 0 when nothing would be denied, 1 when some workload would be,
 2 on bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			code, err := runAudit(cmd.Context(), cmd.OutOrStdout(), o)
-			if err != nil {
-				return &exitError{code: exitBadInput, err: err}
-			}
-			if code != exitAdmitted {
-				return &exitError{code: code}
-			}
-			return nil
+			return exitStatus(runAudit(cmd.Context(), cmd.OutOrStdout(), o))
 		},
 	}
 	f := cmd.Flags()
