@@ -29,7 +29,12 @@ func (s *State) LoadFile(path string) error {
 }
 
 // Load feeds the state from a stream of YAML or JSON documents.
-func (s *State) Load(r io.Reader) error {
+func (s *State) Load(r io.Reader) error { return EachObject(r, s.Add) }
+
+// EachObject calls fn with every object of a stream of YAML or JSON
+// documents, expanding Lists into their items, in order. It streams, so a
+// large snapshot is never held whole; the first error stops it.
+func EachObject(r io.Reader, fn func(*unstructured.Unstructured) error) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 64<<10)
 	for doc := 0; ; doc++ {
 		var raw map[string]any
@@ -42,27 +47,28 @@ func (s *State) Load(r io.Reader) error {
 		if raw == nil {
 			continue
 		}
-		obj := &unstructured.Unstructured{Object: raw}
-		if err := s.addAll(obj); err != nil {
+		if err := eachItem(&unstructured.Unstructured{Object: raw}, fn); err != nil {
 			return fmt.Errorf("document %d: %w", doc, err)
 		}
 	}
 }
 
-func (s *State) addAll(obj *unstructured.Unstructured) error {
+func eachItem(obj *unstructured.Unstructured, fn func(*unstructured.Unstructured) error) error {
 	if !obj.IsList() {
-		return s.add(obj)
+		return fn(obj)
 	}
 	return obj.EachListItem(func(item runtime.Object) error {
 		u, ok := item.(*unstructured.Unstructured)
 		if !ok {
 			return fmt.Errorf("list item is %T", item)
 		}
-		return s.add(u)
+		return fn(u)
 	})
 }
 
-func (s *State) add(obj *unstructured.Unstructured) error {
+// Add feeds the state one object: a Node, Pod or Namespace (core v1);
+// anything else is skipped.
+func (s *State) Add(obj *unstructured.Unstructured) error {
 	if obj.GetAPIVersion() != "v1" {
 		return nil
 	}

@@ -51,14 +51,7 @@ the next, as consecutive creates would.
 Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			code, err := runEval(cmd.Context(), cmd.OutOrStdout(), o)
-			if err != nil {
-				return &exitError{code: exitBadInput, err: err}
-			}
-			if code != exitAdmitted {
-				return &exitError{code: code}
-			}
-			return nil
+			return exitStatus(runEval(cmd.Context(), cmd.OutOrStdout(), o))
 		},
 	}
 	f := cmd.Flags()
@@ -71,6 +64,18 @@ Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad i
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
+}
+
+// exitStatus turns a command's outcome into what main exits with: an
+// error is bad input (2), any other code than 0 is returned bare.
+func exitStatus(code int, err error) error {
+	if err != nil {
+		return &exitError{code: exitBadInput, err: err}
+	}
+	if code != exitAdmitted {
+		return &exitError{code: code}
+	}
+	return nil
 }
 
 func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {

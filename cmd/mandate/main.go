@@ -41,6 +41,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
+	root.AddCommand(newAuditCommand())
 	return root
 }
 

@@ -1,0 +1,236 @@
+// Package audit evaluates the workloads that already exist in a cluster
+// (from a snapshot file or listed from the API server) against a candidate
+// policy revision, as each would be decided at admission now, and reports
+// which it would deny, which it would change (the directives rendered onto
+// them differ from what they carry) and which it leaves as they are, so a
+// team knows what promoting a bundle will do before it does it.
+//
+// An existing workload's own pods are already counted in the cluster state,
+// so each one is decided with its own pods taken out: their GPUs leave the
+// tenant's (and every ancestor's) usage, total and non-preemptible, and
+// their GPUs on their nodes are free again for placement. Every other pod
+// stays counted. Nothing is reserved: decisions are dry runs.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+// DefaultUser is the user the audit's decisions are made for.
+const DefaultUser = "mandate-audit"
+
+// Options say what to audit against.
+type Options struct {
+	// Decider is the candidate policy revision.
+	Decider webhook.Decider
+	// Model is the candidate's authority model: its topology levels and
+	// tenant hierarchy shape the cluster state.
+	Model evaluator.Model
+	// Revision names the candidate in the report.
+	Revision string
+	// Namespace limits the audit to one namespace ("" audits all); usage
+	// and free capacity still count the whole cluster.
+	Namespace string
+	// Exempt namespaces are never governed, beside webhook.SystemNamespaces
+	// (Mandate's own namespace, as the webhook registration excludes it).
+	Exempt []string
+	// User and Groups the decisions are made for; DefaultUser when empty.
+	User   string
+	Groups []string
+}
+
+// entry is one workload to audit and the pods of it the state counts.
+type entry struct {
+	// obj is nil for a workload that is not audited (finished, exempt, in
+	// another namespace) but whose pods still count.
+	obj   *unstructured.Unstructured
+	pods  []*corev1.Pod
+	notes []string
+}
+
+// Audit decides every workload of inv against the candidate and reports
+// the outcome per workload, sorted: would-deny first, then would-change,
+// then unchanged, each by namespace, kind and name.
+func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
+	state, err := cluster.New(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
+		if err := state.Add(obj); err != nil {
+			return nil, err
+		}
+	}
+	entries, rep, err := plan(inv, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		for _, p := range e.pods {
+			state.UpsertPod(p)
+		}
+	}
+	user := o.User
+	if user == "" {
+		user = DefaultUser
+	}
+	req := evaluator.Request{Operation: "CREATE", User: user, Groups: o.Groups, DryRun: true}
+	reviewer := &webhook.Reviewer{Decider: o.Decider, State: state}
+	log := ctrl.LoggerFrom(ctx)
+	for _, e := range entries {
+		if e.obj == nil {
+			continue
+		}
+		res, err := decide(ctx, reviewer, state, e, req)
+		if err != nil {
+			return nil, err
+		}
+		log.V(1).Info("audited", "kind", e.obj.GetKind(), "namespace", e.obj.GetNamespace(), "name", e.obj.GetName(), "verdict", res.Verdict)
+		rep.Workloads = append(rep.Workloads, res)
+	}
+	rep.Revision = o.Revision
+	rep.Source = inv.Source
+	rep.Notes = append(slices.Clone(inv.Notes), rep.Notes...)
+	rep.finish()
+	return rep, nil
+}
+
+// decide reviews one workload with its own pods taken out of the state,
+// then counts them again.
+func decide(ctx context.Context, r *webhook.Reviewer, state *cluster.State, e entry, req evaluator.Request) (Result, error) {
+	for _, p := range e.pods {
+		state.DeletePod(p.Namespace, p.Name)
+	}
+	rv, err := r.Review(ctx, asSubmitted(e.obj), req)
+	for _, p := range e.pods {
+		state.UpsertPod(p)
+	}
+	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: subtracted(e.pods)}
+	if err != nil {
+		if !errors.Is(err, workload.ErrInvalid) && !errors.Is(err, workload.ErrUnsupportedKind) {
+			return Result{}, fmt.Errorf("unable to audit %s %s/%s: %w", e.obj.GetKind(), e.obj.GetNamespace(), e.obj.GetName(), err)
+		}
+		// The webhook refuses what it cannot read (400): a denial too.
+		res.Verdict = VerdictDeny
+		res.Error = "mandate cannot read this workload: " + err.Error()
+		return res, nil
+	}
+	if err := res.fill(e.obj, rv); err != nil {
+		return Result{}, fmt.Errorf("%s %s/%s: %w", e.obj.GetKind(), e.obj.GetNamespace(), e.obj.GetName(), err)
+	}
+	return res, nil
+}
+
+// plan turns the inventory into the workloads to audit: every governed
+// owner, with the pods it controls, and every pod not controlled by an
+// owner in the inventory. A pod whose governed owner is missing is audited
+// on its own, as the webhook decides it when the owner is gone.
+func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
+	rep := &Report{}
+	var entries []entry
+	owners := map[string]int{}
+	for _, obj := range inv.Owners {
+		owners[ownerKey(obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName())] = len(entries)
+		entries = append(entries, entry{obj: obj})
+	}
+	for _, obj := range inv.Pods {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
+			return nil, nil, fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		var notes []string
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && isOwnerKind(ref) {
+			i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, pod.Namespace, ref.Name)]
+			if ok && (ref.UID == "" || entries[i].obj.GetUID() == "" || ref.UID == entries[i].obj.GetUID()) {
+				entries[i].pods = append(entries[i].pods, pod)
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("controlled by %s %s, which is not in the inventory: audited on its own", ref.Kind, ref.Name))
+		}
+		entries = append(entries, entry{obj: obj, pods: []*corev1.Pod{pod}, notes: notes})
+	}
+	exempt := slices.Concat(webhook.SystemNamespaces, o.Exempt)
+	kept := entries[:0]
+	var nFinished, nExempt int
+	for _, e := range entries {
+		switch ns := e.obj.GetNamespace(); {
+		case slices.Contains(exempt, ns):
+			nExempt++
+		case o.Namespace != "" && ns != o.Namespace:
+		case finished(e.obj):
+			nFinished++
+		default:
+			kept = append(kept, e)
+			continue
+		}
+		// Not audited, but its pods still count.
+		e.obj = nil
+		kept = append(kept, e)
+	}
+	if nFinished > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d finished workload(s) not audited: they hold no GPUs and are never admitted again", nFinished))
+	}
+	if nExempt > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d workload(s) in namespaces Mandate never governs (%v) not audited", nExempt, exempt))
+	}
+	sort.SliceStable(kept, func(i, j int) bool { return less(kept[i].obj, kept[j].obj) })
+	return kept, rep, nil
+}
+
+func isOwnerKind(ref *metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && slices.Contains(ownerKinds, gv.WithKind(ref.Kind))
+}
+
+// ownerKey names an owner the way its pods' controller references do.
+func ownerKey(apiVersion, kind, namespace, name string) string {
+	return ledger.WorkloadKey(apiVersion, kind, namespace, name)
+}
+
+// less orders workloads by namespace, kind and name; entries not audited
+// (nil) last.
+func less(a, b *unstructured.Unstructured) bool {
+	if a == nil || b == nil {
+		return b == nil && a != nil
+	}
+	if a.GetNamespace() != b.GetNamespace() {
+		return a.GetNamespace() < b.GetNamespace()
+	}
+	if a.GetKind() != b.GetKind() {
+		return a.GetKind() < b.GetKind()
+	}
+	return a.GetName() < b.GetName()
+}
+
+// subtracted sums the GPUs of the pods the ledger counts (not finished).
+func subtracted(pods []*corev1.Pod) Subtracted {
+	s := Subtracted{GPUs: map[string]int{}}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		s.Pods++
+		for res, n := range topology.PodGPURequests(p) {
+			s.GPUs[res] += n
+		}
+	}
+	return s
+}

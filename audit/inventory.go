@@ -1,0 +1,103 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/webhook/workload"
+)
+
+var (
+	nodeGVK      = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
+	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	podGVK       = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	jobGVK       = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+
+	// ownerKinds are the governed kinds whose pods are decided through
+	// them: the webhook admits their pods with the owner's directives.
+	ownerKinds = []schema.GroupVersionKind{jobGVK, workload.PyTorchJobGVK, workload.VolcanoJobGVK}
+)
+
+// Inventory is what exists in a cluster: the Nodes, Namespaces and Pods the
+// cluster state is built from, and the governed owners (batch Jobs,
+// PyTorchJobs, Volcano Jobs) audited beside the Pods.
+type Inventory struct {
+	// Source says where the inventory came from, for the report.
+	Source     string
+	Nodes      []*unstructured.Unstructured
+	Namespaces []*unstructured.Unstructured
+	Pods       []*unstructured.Unstructured
+	Owners     []*unstructured.Unstructured
+	// Notes say what could not be listed and was skipped (a kind whose
+	// CRD is not installed).
+	Notes []string
+}
+
+// Add files one object by kind; kinds Mandate does not govern or need are
+// ignored.
+func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	switch {
+	case gvk == nodeGVK:
+		inv.Nodes = append(inv.Nodes, obj)
+	case gvk == namespaceGVK:
+		inv.Namespaces = append(inv.Namespaces, obj)
+	case gvk == podGVK:
+		inv.Pods = append(inv.Pods, obj)
+	case slices.Contains(ownerKinds, gvk):
+		inv.Owners = append(inv.Owners, obj)
+	}
+	return nil
+}
+
+// ReadSnapshot reads a snapshot file: what `kubectl get
+// nodes,namespaces,pods,jobs,pytorchjobs,vcjobs -A -o yaml` prints (a List
+// or multi-document YAML or JSON), the format `mandate eval --cluster`
+// reads too (it ignores the owners).
+func ReadSnapshot(path string) (*Inventory, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read cluster snapshot: %w", err)
+	}
+	defer f.Close()
+	inv := &Inventory{Source: "snapshot " + path}
+	if err := cluster.EachObject(f, inv.Add); err != nil {
+		return nil, fmt.Errorf("cluster snapshot %s: %w", path, err)
+	}
+	if len(inv.Pods)+len(inv.Owners) == 0 {
+		return nil, fmt.Errorf("cluster snapshot %s holds no Pod, Job, PyTorchJob or Volcano Job to audit", path)
+	}
+	return inv, nil
+}
+
+// finished says whether a workload has run to its end: a pod that
+// succeeded or failed, a Job or PyTorchJob with a true Complete, Succeeded
+// or Failed condition, a Volcano Job in a final phase. Finished workloads
+// hold no GPUs and are never admitted again, so they are not audited.
+func finished(obj *unstructured.Unstructured) bool {
+	switch obj.GroupVersionKind() {
+	case podGVK:
+		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+		return phase == "Succeeded" || phase == "Failed"
+	case workload.VolcanoJobGVK:
+		phase, _, _ := unstructured.NestedString(obj.Object, "status", "state", "phase")
+		return slices.Contains([]string{"Completed", "Failed", "Terminated", "Aborted"}, phase)
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if !ok || m["status"] != "True" {
+			continue
+		}
+		switch m["type"] {
+		case "Complete", "Succeeded", "Failed":
+			return true
+		}
+	}
+	return false
+}

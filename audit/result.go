@@ -1,0 +1,284 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+)
+
+// Verdict is what the candidate would do to an existing workload.
+type Verdict string
+
+// The verdicts, most severe first.
+const (
+	// VerdictDeny: the candidate would deny the workload were it created now.
+	VerdictDeny Verdict = "would-deny"
+	// VerdictChange: admitted, but the directives rendered onto it differ
+	// from what it carries (priority class, queue, preemptibility,
+	// scheduler keys, gang or topology annotations).
+	VerdictChange Verdict = "would-change"
+	// VerdictUnchanged: admitted exactly as it is.
+	VerdictUnchanged Verdict = "unchanged"
+)
+
+func (v Verdict) rank() int {
+	switch v {
+	case VerdictDeny:
+		return 0
+	case VerdictChange:
+		return 1
+	}
+	return 2
+}
+
+// Report is the audit of every workload against one candidate.
+type Report struct {
+	// Revision of the candidate policy.
+	Revision string `json:"revision"`
+	// Source the workloads were read from.
+	Source    string   `json:"source"`
+	Summary   Summary  `json:"summary"`
+	Workloads []Result `json:"workloads"`
+	// Notes say what was skipped and why.
+	Notes []string `json:"notes"`
+}
+
+// Summary counts the verdicts.
+type Summary struct {
+	Workloads int `json:"workloads"`
+	Denied    int `json:"denied"`
+	Changed   int `json:"changed"`
+	Unchanged int `json:"unchanged"`
+	// Warned counts admitted workloads with warnings or warn/dryrun
+	// violations.
+	Warned int `json:"warned"`
+}
+
+// Result is the outcome for one workload.
+type Result struct {
+	Workload WorkloadRef `json:"workload"`
+	Verdict  Verdict     `json:"verdict"`
+	// Violations are the enforced ones: every reason it would be denied.
+	Violations []evaluator.Violation `json:"violations"`
+	// Warned and DryRun are violations whose action is warn or dryrun.
+	Warned   []evaluator.Violation `json:"warned"`
+	DryRun   []evaluator.Violation `json:"dryrun"`
+	Warnings []string              `json:"warnings"`
+	// Error says why Mandate cannot read the workload (denied as bad input).
+	Error string `json:"error,omitempty"`
+	// Directives the candidate renders; empty when denied.
+	Directives *evaluator.Directives `json:"directives,omitempty"`
+	// Differences name, one per entry, the directives that differ from
+	// those the workload was admitted with ("queue: research ->
+	// research-llm").
+	Differences []string `json:"differences"`
+	// Changes are the edits the candidate's mutation would make, as JSON
+	// patch operations with the current value beside the new one.
+	Changes []Change `json:"changes"`
+	// Subtracted is what was taken out of the cluster state before deciding.
+	Subtracted Subtracted `json:"subtracted"`
+	Notes      []string   `json:"notes,omitempty"`
+}
+
+// WorkloadRef names a workload.
+type WorkloadRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Tenant     string `json:"tenant"`
+}
+
+func (w WorkloadRef) String() string {
+	return fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name)
+}
+
+// Subtracted is the workload's own pods, taken out of usage and placement
+// while it was decided.
+type Subtracted struct {
+	Pods int            `json:"pods"`
+	GPUs map[string]int `json:"gpus"`
+}
+
+// Change is one edit of the mutation.
+type Change struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	From any    `json:"from,omitempty"`
+	To   any    `json:"to,omitempty"`
+}
+
+func refOf(obj *unstructured.Unstructured, tenant string) WorkloadRef {
+	return WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Tenant: tenant}
+}
+
+// fill records the decision and, when admitted, what the mutation would
+// change. The policy-revision annotation is left out: every revision
+// writes its own, which is no change to the workload.
+func (r *Result) fill(obj *unstructured.Unstructured, rv webhook.Review) error {
+	d := rv.Decision
+	r.Violations, r.Warned, r.DryRun, r.Warnings = d.Violations, d.Warned, d.DryRun, d.Warnings
+	if !d.Allowed {
+		r.Verdict = VerdictDeny
+		return nil
+	}
+	r.Directives = &d.Directives
+	mutated := rv.Mutated.DeepCopy()
+	annotations := mutated.GetAnnotations()
+	if v, ok := obj.GetAnnotations()[webhook.AnnotationPolicyRevision]; ok {
+		annotations[webhook.AnnotationPolicyRevision] = v
+	} else {
+		delete(annotations, webhook.AnnotationPolicyRevision)
+	}
+	mutated.SetAnnotations(annotations)
+	ops, err := scheduler.Patch(obj, mutated)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		from, _ := lookup(obj.Object, op.Path)
+		r.Changes = append(r.Changes, Change{Op: op.Operation, Path: op.Path, From: from, To: op.Value})
+	}
+	r.Verdict = VerdictUnchanged
+	if len(r.Changes) > 0 {
+		r.Verdict = VerdictChange
+		r.Differences = differences(obj, d.Directives)
+	}
+	return nil
+}
+
+// differences compares the directives a workload carries (the
+// mandate.dev/directives annotation of its admission) with the
+// candidate's, field by field.
+func differences(obj *unstructured.Unstructured, next evaluator.Directives) []string {
+	raw, ok := obj.GetAnnotations()[scheduler.AnnotationDirectives]
+	if !ok {
+		return []string{fmt.Sprintf("not admitted by Mandate yet (no %s); would get %s", scheduler.AnnotationDirectives, summary(next))}
+	}
+	var before, after map[string]any
+	if err := json.Unmarshal([]byte(raw), &before); err != nil {
+		return []string{fmt.Sprintf("carries an unreadable %s: %v", scheduler.AnnotationDirectives, err)}
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return []string{fmt.Sprintf("unable to encode the directives: %v", err)}
+	}
+	if err := json.Unmarshal(b, &after); err != nil {
+		return []string{fmt.Sprintf("unable to decode the directives: %v", err)}
+	}
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		keys = append(keys, k)
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		if !reflect.DeepEqual(before[k], after[k]) {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", k, compact(before[k]), compact(after[k])))
+		}
+	}
+	return out
+}
+
+// summary is directives in short: "kai/product build non-preemptible
+// gang=2 topology=clique".
+func summary(d evaluator.Directives) string {
+	parts := []string{d.Scheduler + "/" + d.Queue, d.PriorityClass}
+	if d.Preemptible {
+		parts = append(parts, "preemptible")
+	} else {
+		parts = append(parts, "non-preemptible")
+	}
+	if d.GangMin > 1 {
+		parts = append(parts, fmt.Sprintf("gang=%d", d.GangMin))
+	}
+	if d.RequiredLevel != "" {
+		parts = append(parts, "topology="+d.RequiredLevel)
+	}
+	return strings.Join(parts, " ")
+}
+
+// lookup resolves a JSON pointer (RFC 6901) in doc.
+func lookup(doc any, pointer string) (any, bool) {
+	if pointer == "" {
+		return doc, true
+	}
+	cur := doc
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch node := cur.(type) {
+		case map[string]any:
+			v, ok := node[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil, false
+			}
+			cur = node[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// finish sorts the workloads and counts the verdicts; lists are empty
+// rather than null in JSON.
+func (rep *Report) finish() {
+	sort.SliceStable(rep.Workloads, func(i, j int) bool {
+		a, b := rep.Workloads[i], rep.Workloads[j]
+		if a.Verdict != b.Verdict {
+			return a.Verdict.rank() < b.Verdict.rank()
+		}
+		return false // plan already ordered them by namespace, kind and name
+	})
+	s := Summary{Workloads: len(rep.Workloads)}
+	for i := range rep.Workloads {
+		r := &rep.Workloads[i]
+		switch r.Verdict {
+		case VerdictDeny:
+			s.Denied++
+		case VerdictChange:
+			s.Changed++
+		default:
+			s.Unchanged++
+		}
+		if r.Verdict != VerdictDeny && (len(r.Warnings)+len(r.Warned)+len(r.DryRun)) > 0 {
+			s.Warned++
+		}
+		r.Violations = nonNil(r.Violations)
+		r.Warned = nonNil(r.Warned)
+		r.DryRun = nonNil(r.DryRun)
+		r.Warnings = nonNil(r.Warnings)
+		r.Differences = nonNil(r.Differences)
+		r.Changes = nonNil(r.Changes)
+	}
+	rep.Summary = s
+	rep.Workloads = nonNil(rep.Workloads)
+	rep.Notes = nonNil(rep.Notes)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
