@@ -79,6 +79,11 @@ type Entry struct {
 	Err error
 	// Latency is from the start of the webhook's handling to the response.
 	Latency time.Duration
+	// Reinvocation is set when the object already carried Mandate's
+	// directives: the API server called the mutating webhook again within
+	// the same request (reinvocationPolicy IfNeeded, after another plugin
+	// changed the object), or the client submitted them.
+	Reinvocation bool
 	// Shadow is the shadow revision's decision, nil without one.
 	Shadow *Shadow
 	// Object is the submitted object, written (redacted) only with
@@ -167,6 +172,7 @@ func (l *Logger) attrs(e *Entry, sampled bool) []slog.Attr {
 		slog.String("kind", e.Kind),
 		slog.String("name", e.Name),
 		slog.Float64("latencyMs", float64(e.Latency.Microseconds())/1000),
+		slog.Bool("reinvocation", e.Reinvocation),
 	)
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))

@@ -76,14 +76,14 @@ func TestLineSchema(t *testing.T) {
 		"level": "INFO", "msg": "decision", "logger": "decision",
 		"id": "d1", "revision": "r1", "result": "allowed", "webhook": "mutate", "operation": "CREATE", "dryRun": false,
 		"user": "alice", "tenant": "research-vision", "namespace": "vision", "apiVersion": "batch/v1", "kind": "Job",
-		"name": "vit-sweep", "latencyMs": 1.5, "violations": []any{},
+		"name": "vit-sweep", "latencyMs": 1.5, "reinvocation": false, "violations": []any{},
 		"directives": map[string]any{"scheduler": "volcano", "queue": "research-vision", "priorityClass": "train",
 			"preemptible": true, "gangMin": float64(2), "requiredLevel": "block"},
 	}, {
 		"level": "INFO", "msg": "decision", "logger": "decision",
 		"id": "d2", "revision": "r1", "result": "denied", "webhook": "mutate", "operation": "CREATE", "dryRun": false,
 		"user": "alice", "tenant": "research-vision", "namespace": "vision", "apiVersion": "batch/v1", "kind": "Job",
-		"name": "vit-sweep", "latencyMs": 1.5,
+		"name": "vit-sweep", "latencyMs": 1.5, "reinvocation": false,
 		"violations":       []any{map[string]any{"code": "quota.ceiling", "dimension": "quota", "enforcement": "deny", "message": "over the ceiling"}},
 		"warned":           []any{map[string]any{"code": "topology.wide", "dimension": "topology", "enforcement": "warn", "message": "wide"}},
 		"dryrunViolations": []any{map[string]any{"code": "priority.new", "dimension": "priority", "enforcement": "dryrun", "message": "new rule"}},
@@ -92,7 +92,7 @@ func TestLineSchema(t *testing.T) {
 		"level": "INFO", "msg": "decision", "logger": "decision",
 		"id": "", "revision": "", "result": "error", "webhook": "mutate", "operation": "CREATE", "dryRun": false,
 		"user": "alice", "tenant": "research-vision", "namespace": "vision", "apiVersion": "batch/v1", "kind": "Job",
-		"name": "vit-sweep", "latencyMs": 1.5, "error": "policy evaluation exceeded its deadline",
+		"name": "vit-sweep", "latencyMs": 1.5, "reinvocation": false, "error": "policy evaluation exceeded its deadline",
 	}}
 	assert.Equal(t, want, got, "decision lines")
 }

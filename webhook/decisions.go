@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
+	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
 
 // decided finishes a request the Reviewer was asked to decide: it records
@@ -37,6 +38,7 @@ func decided(ctx context.Context, log *decisionlog.Logger, webhook string, req a
 		Latency:    latency,
 		Object:     obj.Object,
 	}
+	_, e.Reinvocation = obj.GetAnnotations()[scheduler.AnnotationDirectives]
 	if s := review.Shadow; s != nil {
 		e.Shadow = &decisionlog.Shadow{Revision: s.Revision, Decision: s.Decision, Differences: s.Differences}
 	}

@@ -66,6 +66,18 @@ func freePort(t *testing.T) int {
 // per binary may add the gang controller).
 func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 	t.Helper()
+	return startWith(t, suiteOptions{}, setup...)
+}
+
+// suiteOptions add API server options and edit mandate serve's options.
+type suiteOptions struct {
+	env    []envtest.Option
+	server func(*webhook.Options)
+}
+
+// startWith is start with suiteOptions.
+func startWith(t *testing.T, so suiteOptions, setup ...func(manager.Manager) error) *suite {
+	t.Helper()
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctrl.SetLogger(log)
 
@@ -76,17 +88,17 @@ func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 		URL:       fmt.Sprintf("https://127.0.0.1:%d", port),
 		Namespace: mandateNamespace,
 	})
-	env := envtest.Start(t, envtest.WithPyTorchJobCRD(), envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
+	env := envtest.Start(t, append([]envtest.Option{envtest.WithPyTorchJobCRD(), envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 		LocalServingHost:   "127.0.0.1",
 		LocalServingPort:   port,
-	}))
+	})}, so.env...)...)
 	wio := env.Environment.WebhookInstallOptions
 
 	s := &suite{env: env, healthAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
-	srv, err := webhook.New(ctx, webhook.Options{
+	o := webhook.Options{
 		RestConfig:  env.Config,
 		CertDir:     wio.LocalServingCertDir,
 		Host:        wio.LocalServingHost,
@@ -95,7 +107,11 @@ func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 		MetricsAddr: "0",
 		Namespace:   mandateNamespace,
 		Setup:       setup,
-	})
+	}
+	if so.server != nil {
+		so.server(&o)
+	}
+	srv, err := webhook.New(ctx, o)
 	if err != nil {
 		cancel()
 		t.Fatalf("webhook.New: %v", err)
