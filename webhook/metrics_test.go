@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -147,4 +149,42 @@ func TestLabelsAreBounded(t *testing.T) {
 	assert.Equal(t, "VolcanoJob", kindLabel(req.Kind))
 	req.Kind.Group, req.Kind.Kind = "example.com", "Widget"
 	assert.Equal(t, "other", kindLabel(req.Kind))
+}
+
+// TestReinvocationIsMarked: deciding an object Mandate already marked (the
+// API server's second /mutate call in one request) is a decision of its
+// own, marked as a reinvocation.
+func TestReinvocationIsMarked(t *testing.T) {
+	r, _ := newTestReviewer(t)
+	var buf bytes.Buffer
+	dl, err := decisionlog.New(slog.NewJSONHandler(&buf, nil), decisionlog.DefaultOptions())
+	require.NoError(t, err)
+	m := &Mutator{Reviewer: r, Decisions: dl}
+	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "alice")
+	first := m.Handle(context.Background(), req)
+	require.True(t, first.Allowed)
+	again := req
+	again.Object.Raw, err = json.Marshal(applyPatch(t, req, first).Object)
+	require.NoError(t, err)
+	require.True(t, m.Handle(context.Background(), again).Allowed)
+
+	lines := decisionLines(t, &buf)
+	require.Len(t, lines, 2)
+	assert.Equal(t, false, lines[0]["reinvocation"])
+	assert.Equal(t, true, lines[1]["reinvocation"])
+}
+
+// BenchmarkRecordDecision measures what metrics add to a decided request
+// (the decision log off).
+func BenchmarkRecordDecision(b *testing.B) {
+	req := admissionRequest(b, admissionv1.Create, visionSweep, "", "alice")
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job"}}
+	review := Review{Decision: evaluator.Decision{Allowed: true, Warned: []evaluator.Violation{
+		{Code: "TOPOLOGY_WAITS", Dimension: evaluator.DimensionTopology, Enforcement: evaluator.EnforceWarn}}}}
+	resp := admission.Allowed("")
+	start := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		decided(context.Background(), nil, webhookMutate, req, obj, start, review, nil, resp)
+	}
 }
