@@ -42,6 +42,17 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(activeRevision, activations)
+	// Every result starts at 0, so rate() sees the first failure.
+	for _, r := range []string{"success", StepRead, StepVerify, StepCompile, StepSmoke, StepPersist} {
+		activations.WithLabelValues(r)
+	}
+}
+
+// ReportActive sets mandate_bundle_active_revision for a policy that
+// decides without an Activator (a policy directory or the embedded model).
+func ReportActive(revision string) {
+	activeRevision.Reset()
+	activeRevision.WithLabelValues(revision).Set(1)
 }
 
 // ActivatorOptions configure an Activator.

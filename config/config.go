@@ -9,6 +9,7 @@ package config
 import (
 	"time"
 
+	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/webhook"
 )
@@ -36,6 +37,26 @@ type Serve struct {
 	// Bundle, when its source is set, takes the policy from an OPA bundle
 	// instead of Policies, polled and hot-swapped.
 	Bundle Bundle `json:"bundle" yaml:"bundle" mapstructure:"bundle"`
+	// DecisionLog configures the decision log (package decisionlog).
+	DecisionLog DecisionLog `json:"decisionLog" yaml:"decisionLog" mapstructure:"decisionLog"`
+}
+
+// DecisionLog configures the decision log: one JSON line per decision on
+// stderr, with "logger":"decision".
+type DecisionLog struct {
+	// Enabled writes decision lines.
+	Enabled bool `json:"enabled" yaml:"enabled" mapstructure:"enabled"`
+	// SampleRate is the fraction (0-1) of clean allowed decisions written;
+	// denials, errors, warned or dry-run violations and shadow differences
+	// are always written.
+	SampleRate float64 `json:"sampleRate" yaml:"sampleRate" mapstructure:"sampleRate"`
+	// IncludeObject adds the submitted object, redacted.
+	IncludeObject bool `json:"includeObject" yaml:"includeObject" mapstructure:"includeObject"`
+}
+
+// Options are the decisionlog.Options of this configuration.
+func (d DecisionLog) Options() decisionlog.Options {
+	return decisionlog.Options{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject}
 }
 
 // Bundle configures the policy bundle source.
@@ -85,5 +106,11 @@ func Default() Serve {
 		AdminGroups: append([]string(nil), webhook.DefaultAdminGroups...),
 		Evaluation:  Evaluation{Timeout: evaluator.DefaultTimeout},
 		Bundle:      Bundle{Interval: DefaultBundleInterval},
+		DecisionLog: defaultDecisionLog(),
 	}
+}
+
+func defaultDecisionLog() DecisionLog {
+	d := decisionlog.DefaultOptions()
+	return DecisionLog{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject}
 }

@@ -31,6 +31,9 @@ var Keys = []Key{
 	{Name: "bundle.verificationKey", Kind: "a string", Env: []string{"MANDATE_BUNDLE_VERIFICATION_KEY"}, Type: "a PEM public key file"},
 	{Name: "bundle.persistDir", Kind: "a string", Env: []string{"MANDATE_BUNDLE_PERSIST_DIR"}, Type: "a writable directory"},
 	{Name: "bundle.interval", Kind: "a duration", Env: []string{"MANDATE_BUNDLE_INTERVAL"}, Type: "1s-1h, such as 30s"},
+	{Name: "decisionLog.enabled", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_ENABLED"}, Type: "true or false"},
+	{Name: "decisionLog.sampleRate", Kind: "a number", Env: []string{"MANDATE_DECISION_LOG_SAMPLE_RATE"}, Type: "0-1, such as 0.1"},
+	{Name: "decisionLog.includeObject", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_INCLUDE_OBJECT"}, Type: "true or false"},
 }
 
 // lookup finds a key by name, ignoring case (viper lowercases keys).

@@ -34,6 +34,9 @@ func Bind(v *viper.Viper) error {
 		"bundle.persistDir":      d.Bundle.PersistDir,
 		"bundle.interval":        d.Bundle.Interval,
 	}
+	defaults["decisionLog.enabled"] = d.DecisionLog.Enabled
+	defaults["decisionLog.sampleRate"] = d.DecisionLog.SampleRate
+	defaults["decisionLog.includeObject"] = d.DecisionLog.IncludeObject
 	for _, k := range Keys {
 		val, ok := defaults[k.Name]
 		if !ok {
@@ -82,6 +85,8 @@ func strict(c *mapstructure.DecoderConfig) {
 		mapstructure.StringToTimeDurationHookFunc(),
 		mapstructure.StringToIntHookFunc(),
 		mapstructure.StringToSliceHookFunc(","),
+		mapstructure.StringToBoolHookFunc(),
+		mapstructure.StringToFloat64HookFunc(),
 	)
 }
 

@@ -69,6 +69,9 @@ func (s Serve) Validate() error {
 		errs = append(errs, fieldErr("evaluation.timeout", "%s is out of range (1ms-%s)", t, MaxEvaluationTimeout))
 	}
 	errs = append(errs, s.Bundle.validate(s.Policies)...)
+	if r := s.DecisionLog.SampleRate; !(r >= 0 && r <= 1) {
+		errs = append(errs, fieldErr("decisionLog.sampleRate", "%v is out of range (0-1: the fraction of clean allowed decisions logged)", r))
+	}
 	return errors.Join(errs...)
 }
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
 	"github.com/mandate-dev/mandate/webhook/workload"
@@ -72,40 +73,44 @@ type Mutator struct {
 	OwnerTimeout time.Duration
 	// ExemptNamespaces are admitted untouched (Mandate's own).
 	ExemptNamespaces []string
+	// Decisions writes a decision log line per decision; nil writes none.
+	Decisions *decisionlog.Logger
 }
 
 var _ admission.Handler = (*Mutator)(nil)
 
 // Handle implements admission.Handler.
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 	obj, resp, done := admit(req, m.ExemptNamespaces)
 	if done {
-		return observe("mutate", resp)
+		return observe(webhookMutate, req, start, resp)
 	}
 	if d, ok, err := gangDirectives(ctx, m.Owners, m.ownerTimeout(), obj); err != nil {
 		log.Error(err, "unable to read the pod's owner")
-		return observe("mutate", admission.Errored(http.StatusInternalServerError, err))
+		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
+		// Not a decision: the gang was decided when its owner was admitted.
 		resp := applyGang(obj, d)
 		log.V(1).Info("pod of an admitted gang", "allowed", resp.Allowed)
-		return observe("mutate", resp)
+		return observe(webhookMutate, req, start, resp)
 	}
 	review, err := m.Reviewer.Review(ctx, obj, requestOf(req))
 	if err != nil {
-		return observe("mutate", reviewError(ctx, err))
+		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, review, err, reviewError(ctx, err))
 	}
 	d := review.Decision
-	log.Info("decided", "decisionID", d.ID, "allowed", d.Allowed, "revision", d.Revision)
+	log.V(1).Info("decided", "decisionID", d.ID, "allowed", d.Allowed, "revision", d.Revision)
 	if !d.Allowed {
-		return observe("mutate", denied(d))
+		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, review, nil, denied(d))
 	}
 	resp = admission.Patched("", review.Patch...)
 	// Warn-stage violations are among the warnings; dryrun-stage ones are
 	// only recorded, in the audit annotations.
 	resp.Warnings = d.Warnings
 	resp.AuditAnnotations = auditAnnotations(d)
-	return observe("mutate", resp)
+	return decided(ctx, m.Decisions, webhookMutate, req, obj, start, review, nil, resp)
 }
 
 // auditAnnotations are what the API server's audit event of a decided

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
 
@@ -23,6 +24,8 @@ type Validator struct {
 	Tenancy      *Tenancy
 	// ExemptNamespaces are admitted untouched (Mandate's own).
 	ExemptNamespaces []string
+	// Decisions writes a decision log line per decision; nil writes none.
+	Decisions *decisionlog.Logger
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -31,41 +34,42 @@ var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 
 // Handle implements admission.Handler.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
 	if (schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}) == namespaceGVK {
 		if v.Tenancy == nil {
-			return observe("validate", admission.Allowed("namespaces not guarded"))
+			return observe(webhookValidate, req, start, admission.Allowed("namespaces not guarded"))
 		}
-		return observe("validate", v.Tenancy.Handle(ctx, req))
+		return observe(webhookValidate, req, start, v.Tenancy.Handle(ctx, req))
 	}
 	obj, resp, done := admit(req, v.ExemptNamespaces)
 	if done {
-		return observe("validate", resp)
+		return observe(webhookValidate, req, start, resp)
 	}
 	if _, marked := obj.GetAnnotations()[scheduler.AnnotationDirectives]; marked {
-		return observe("validate", admission.Allowed("admitted by the mutating webhook"))
+		return observe(webhookValidate, req, start, admission.Allowed("admitted by the mutating webhook"))
 	}
 	timeout := v.OwnerTimeout
 	if timeout <= 0 {
 		timeout = DefaultOwnerTimeout
 	}
 	if _, ok, err := gangDirectives(ctx, v.Owners, timeout, obj); err != nil {
-		return observe("validate", admission.Errored(http.StatusInternalServerError, err))
+		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
-		return observe("validate", admission.Allowed("pod of an admitted gang"))
+		return observe(webhookValidate, req, start, admission.Allowed("pod of an admitted gang"))
 	}
 	review, err := v.Reviewer.Review(ctx, obj, requestOf(req))
 	if err != nil {
-		return observe("validate", reviewError(ctx, err))
+		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, review, err, reviewError(ctx, err))
 	}
 	d := review.Decision
 	ctrl.LoggerFrom(ctx).Info("decided unmarked workload", "kind", req.Kind.Kind, "namespace", req.Namespace,
 		"name", req.Name, "decisionID", d.ID, "allowed", d.Allowed)
 	if !d.Allowed {
-		return observe("validate", denied(d))
+		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, review, nil, denied(d))
 	}
 	resp = admission.Allowed("")
 	resp.Warnings = append(d.Warnings[:len(d.Warnings):len(d.Warnings)],
 		"admitted without Mandate's scheduling directives: the mutating webhook did not run")
 	resp.AuditAnnotations = auditAnnotations(d)
-	return observe("validate", resp)
+	return decided(ctx, v.Decisions, webhookValidate, req, obj, start, review, nil, resp)
 }

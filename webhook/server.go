@@ -19,6 +19,7 @@ import (
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
 )
@@ -68,6 +69,8 @@ type Options struct {
 	// Setup runs with the manager before it starts, to add controllers
 	// (the gang PodGroup controller).
 	Setup []func(manager.Manager) error
+	// DecisionLog writes a decision log line per decision; nil writes none.
+	DecisionLog *decisionlog.Logger
 }
 
 func (o *Options) defaults() error {
@@ -104,6 +107,8 @@ type HandlerOptions struct {
 	AdminGroups []string
 	// ExemptNamespaces are never governed (Mandate's own).
 	ExemptNamespaces []string
+	// DecisionLog writes a decision log line per decision; nil writes none.
+	DecisionLog *decisionlog.Logger
 }
 
 // Handlers are the admission webhooks, ready to register on a webhook
@@ -122,6 +127,7 @@ func NewHandlers(o HandlerOptions) Handlers {
 	m := &Mutator{Reviewer: o.Reviewer, Owners: o.Owners, ExemptNamespaces: o.ExemptNamespaces}
 	v := &Validator{Reviewer: o.Reviewer, Owners: o.Owners, ExemptNamespaces: o.ExemptNamespaces,
 		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}}
+	m.Decisions, v.Decisions = o.DecisionLog, o.DecisionLog
 	return Handlers{Mutator: m, Validator: v, Mutate: &admission.Webhook{Handler: m}, Validate: &admission.Webhook{Handler: v}}
 }
 
@@ -149,6 +155,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	log := ctrl.LoggerFrom(ctx)
 	s := &Server{}
+	cacheSyncedGauge.Set(0)
 	reviewer, source, err := s.policy(ctx, o)
 	if err != nil {
 		return nil, err
@@ -176,6 +183,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Owners:           s.Manager.GetAPIReader(),
 		AdminGroups:      o.AdminGroups,
 		ExemptNamespaces: exempt(o.Namespace),
+		DecisionLog:      o.DecisionLog,
 	})
 	ws := s.Manager.GetWebhookServer()
 	ws.Register(MutatePath, s.Handlers.Mutate)
@@ -184,6 +192,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := s.Manager.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if s.Manager.GetCache().WaitForCacheSync(ctx) {
 			s.cacheSynced.Store(true)
+			cacheSyncedGauge.Set(1)
 			ctrl.LoggerFrom(ctx).Info("cluster state synced")
 		}
 		return nil
@@ -227,6 +236,7 @@ func (s *Server) policy(ctx context.Context, o Options) (*Reviewer, bundles.Sour
 		}
 		s.Evaluator = ev
 		s.policyLoaded.Store(true)
+		bundles.ReportActive(ev.Revision())
 		log.Info("policy loaded", "revision", ev.Revision())
 		return &Reviewer{Decider: ev, State: s.State}, nil, nil
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
 	"github.com/mandate-dev/mandate/webhook"
@@ -40,6 +41,13 @@ var serveFlags = map[string]string{
 	"bundle-verification-key": "bundle.verificationKey",
 	"bundle-persist-dir":      "bundle.persistDir",
 	"bundle-interval":         "bundle.interval",
+}
+
+// The decision log's flags (docs/observability.md).
+func init() {
+	serveFlags["decision-log"] = "decisionLog.enabled"
+	serveFlags["decision-log-sample-rate"] = "decisionLog.sampleRate"
+	serveFlags["decision-log-include-object"] = "decisionLog.includeObject"
 }
 
 func newServeCommand() *cobra.Command {
@@ -77,6 +85,9 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.String("bundle-verification-key", d.Bundle.VerificationKey, "PEM public key; when set, only bundles signed with it are activated")
 	f.String("bundle-persist-dir", d.Bundle.PersistDir, "directory keeping the last good bundle for restarts without the source")
 	f.Duration("bundle-interval", d.Bundle.Interval, "how often the bundle source is polled")
+	f.Bool("decision-log", d.DecisionLog.Enabled, "write one JSON decision line per decision to stderr (\"logger\":\"decision\")")
+	f.Float64("decision-log-sample-rate", d.DecisionLog.SampleRate, "fraction (0-1) of clean allowed decisions logged; denials, errors, warned or dry-run violations and shadow differences always are")
+	f.Bool("decision-log-include-object", d.DecisionLog.IncludeObject, "add the submitted object to decision lines, with env values, args, commands and annotation values redacted")
 	return cmd
 }
 
@@ -110,9 +121,14 @@ func runServe(ctx context.Context, c config.Serve) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, nil))
+	handler := slog.NewJSONHandler(os.Stderr, nil)
+	log := logr.FromSlogHandler(handler)
 	ctrl.SetLogger(log)
 	ctx = ctrl.LoggerInto(ctx, log)
+	decisions, err := decisionlog.New(handler, c.DecisionLog.Options())
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("decisionLog: %w", err)}
+	}
 
 	rc, err := restConfig(c.Kubeconfig)
 	if err != nil {
@@ -130,6 +146,7 @@ func runServe(ctx context.Context, c config.Serve) error {
 		Setup:       []func(manager.Manager) error{gang.Setup},
 		Evaluation:  evaluator.Options{Timeout: c.Evaluation.Timeout},
 	}
+	o.DecisionLog = decisions
 	if c.Bundle.Source != "" {
 		src := bundles.SourceFor(c.Bundle.Source)
 		src.Interval = c.Bundle.Interval

@@ -68,6 +68,7 @@ var nonDefault = []string{
 	"--set", "spread=hard",
 	"--set", "webhook.failurePolicy=Ignore",
 	"--set", "webhook.timeoutSeconds=10",
+	"--set", "grafana.dashboard.enabled=true",
 }
 
 // caBundle is base64 of a (placeholder) PEM block; the API server only

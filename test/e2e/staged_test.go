@@ -21,19 +21,6 @@ import (
 	"github.com/mandate-dev/mandate/webhook"
 )
 
-// auditPolicy records PyTorchJob requests at Metadata level, which carries
-// the admission webhooks' audit annotations.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  resources:
-  - group: kubeflow.org
-    resources: [pytorchjobs]
-- level: None
-`
-
 // TestStagedEnforcement is the acceptance test of staged enforcement: one
 // workload, a PyTorchJob at a priority class above its tenant's tiers
 // (PRIORITY_NOT_ALLOWED), is created through the real API server while the

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestServeDecisionLogFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{args: []string{"serve", "--decision-log-sample-rate", "2"}, wantErr: "decisionLog.sampleRate: 2 is out of range (0-1"},
+		{args: []string{"serve"}, env: map[string]string{"MANDATE_DECISION_LOG_SAMPLE_RATE": "-1"}, wantErr: "decisionLog.sampleRate: -1 is out of range"},
+		{args: []string{"serve", "--decision-log=maybe"}, wantErr: `invalid argument "maybe" for "--decision-log"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, _, errText := run(t, tc.args...)
+			if code != 1 || !strings.Contains(errText, tc.wantErr) {
+				t.Errorf("exit %d, error %q; want exit 1 and an error containing %q", code, errText, tc.wantErr)
+			}
+		})
+	}
+}

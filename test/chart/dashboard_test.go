@@ -1,0 +1,135 @@
+package chart
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	// Register Mandate's metrics in controller-runtime's registry, as
+	// mandate serve does.
+	_ "github.com/mandate-dev/mandate/bundles"
+	_ "github.com/mandate-dev/mandate/webhook"
+)
+
+// notYetRegistered are metrics the dashboard charts that another part of
+// Mandate registers once it lands (the shadow revision's differences).
+var notYetRegistered = []string{"mandate_shadow_differences_total"}
+
+var metricName = regexp.MustCompile(`\bmandate_[a-z0-9_]+\b`)
+
+// TestDashboard: with grafana.dashboard.enabled the chart ships
+// dashboards/mandate.json in a ConfigMap Grafana's sidecar picks up; the
+// JSON parses, every panel queries something, and every metric its
+// queries name is one Mandate registers, so renaming a metric breaks this
+// test rather than the dashboard.
+func TestDashboard(t *testing.T) {
+	objs := render(t, release, namespace, "--set", "grafana.dashboard.enabled=true",
+		"--set", "grafana.dashboard.annotations.grafana_folder=Mandate")
+	cm := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", fullname+"-dashboard"))
+	assert.Equal(t, "1", cm.Labels["grafana_dashboard"])
+	assert.Equal(t, "Mandate", cm.Annotations["grafana_folder"])
+	assert.Equal(t, namespace, cm.Namespace)
+	file, err := os.ReadFile(filepath.Join(repoRoot(t), chartDir, "dashboards", "mandate.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(file), cm.Data["mandate.json"], "the ConfigMap carries the dashboard file as is")
+
+	var dash struct {
+		Title  string `json:"title"`
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(file, &dash), "dashboards/mandate.json")
+	assert.NotEmpty(t, dash.Title)
+	assert.NotEmpty(t, dash.UID)
+	names := map[string]bool{}
+	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title) {
+			for _, target := range p.Targets {
+				found := metricName.FindAllString(target.Expr, -1)
+				assert.NotEmpty(t, found, "panel %q: query %q names no Mandate metric", p.Title, target.Expr)
+				for _, n := range found {
+					names[n] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{"mandate_admission_duration_seconds_bucket", "mandate_violations_total",
+		"mandate_evaluation_errors_total", "mandate_bundle_active_revision", "mandate_bundle_activations_total", "mandate_cache_synced"} {
+		assert.True(t, names[want], "the dashboard charts %s", want)
+	}
+	for n := range names {
+		switch {
+		case registered(n):
+		case slices.Contains(notYetRegistered, n):
+			t.Logf("%s is not registered yet (allowed: another part of Mandate adds it)", n)
+		default:
+			t.Errorf("the dashboard queries %s, which Mandate does not register", n)
+		}
+	}
+
+	t.Run("off by default", func(t *testing.T) {
+		for _, o := range render(t, release, namespace) {
+			assert.NotEqual(t, "ConfigMap", o.GetKind(), "no ConfigMap by default: %s", key(o))
+		}
+	})
+}
+
+// registered says whether a metric called name, or the histogram whose
+// series it is (name_bucket, name_count, name_sum), is registered in
+// controller-runtime's registry: registering a probe of that name fails
+// exactly when it is.
+func registered(name string) bool {
+	for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && registered(base) {
+			return true
+		}
+	}
+	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "probe of the dashboard test"})
+	if err := metrics.Registry.Register(probe); err != nil {
+		return true
+	}
+	metrics.Registry.Unregister(probe)
+	return false
+}
+
+// TestDecisionLogValues: the decisionLog values become mandate serve's
+// flags, and the schema bounds the sample rate.
+func TestDecisionLogValues(t *testing.T) {
+	objs := render(t, release, namespace, "--set", "decisionLog.sampleRate=0.05", "--set", "decisionLog.includeObject=true")
+	args := typed[appsv1.Deployment](t, find(t, objs, "Deployment", fullname)).Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--decision-log=true", "--decision-log-sample-rate=0.05", "--decision-log-include-object=true"} {
+		assert.Contains(t, args, want)
+	}
+	args = typed[appsv1.Deployment](t, find(t, render(t, release, namespace), "Deployment", fullname)).Spec.Template.Spec.Containers[0].Args
+	assert.Contains(t, args, "--decision-log-sample-rate=1", "every decision by default")
+	assert.Contains(t, args, "--decision-log-include-object=false", "no objects by default")
+
+	for _, bad := range []string{"decisionLog.sampleRate=2", "decisionLog.sampleRate=-1", "decisionLog.sampleRate=1.5", "decisionLog.sampleRate=often"} {
+		out, err := helm(t, "template", release, chartDir, "--namespace", namespace, "--set", bad)
+		require.Error(t, err, "helm template --set %s", bad)
+		assert.Contains(t, out, "/decisionLog/sampleRate")
+	}
+	out, err := helm(t, "template", release, chartDir, "--namespace", namespace, "--set", "grafana.dashboard.enable=true")
+	require.Error(t, err)
+	assert.Contains(t, out, "additional properties 'enable' not allowed")
+}
