@@ -119,7 +119,7 @@ func decide(ctx context.Context, r *webhook.Reviewer, state *cluster.State, e en
 	for _, p := range e.pods {
 		state.DeletePod(p.Namespace, p.Name)
 	}
-	rv, err := r.Review(ctx, asSubmitted(e.obj), req)
+	rv, err := r.Review(ctx, e.obj, req)
 	for _, p := range e.pods {
 		state.UpsertPod(p)
 	}

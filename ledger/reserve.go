@@ -57,6 +57,15 @@ func (l *Ledger) Reserve(key, tenant string, gpus map[string]int, preemptible bo
 	l.applyReservation(r, +1)
 }
 
+// Release drops the reservation of key, if any: the workload is being
+// decided again (the API server reinvoking /mutate), so its own GPUs must
+// not count against it.
+func (l *Ledger) Release(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release(key)
+}
+
 // release drops a reservation. Callers hold the lock.
 func (l *Ledger) release(key string) {
 	if r, ok := l.reserved[key]; ok {

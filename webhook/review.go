@@ -71,7 +71,11 @@ type Shadow struct {
 // Review normalises, decides and, when admitted, mutates a copy of obj. A
 // namespace-less object is taken to be in "default".
 func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Review, error) {
-	w, err := workload.Normalize(obj)
+	// Decided as submitted: without the keys an earlier decision of Mandate
+	// wrote (the API server reinvokes /mutate when an in-tree plugin changes
+	// the object Mandate mutated, e.g. Priority setting spec.priority).
+	submitted := scheduler.WithoutOwnMarks(obj)
+	w, err := workload.Normalize(submitted)
 	if err != nil {
 		return Review{}, err
 	}
@@ -85,6 +89,11 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 	if w.Tenant != "" {
 		defer r.State.LockTenantTree(w.Tenant)()
 	}
+	// A workload decided again holds a reservation from its first decision;
+	// its own GPUs must not count against it twice.
+	if key := reservationKey(w); key != "" && !req.DryRun {
+		r.State.Release(key)
+	}
 	decider := r.Decider
 	if r.Source != nil {
 		decider = r.Source()
@@ -97,7 +106,7 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 		Namespace: ns,
 		Workload:  w,
 		Usage:     r.State.Usage(w.Tenant),
-		Object:    obj.Object,
+		Object:    submitted.Object,
 		Cluster:   r.State.Snapshot(),
 		Explain:   r.Explain,
 	})
@@ -136,6 +145,14 @@ func (r *Reviewer) reserve(w workload.Workload, d evaluator.Decision, dryRun boo
 	if dryRun || w.Name == "" || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return
 	}
-	key := ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
-	r.State.Reserve(key, w.Tenant, map[string]int{w.GPUResource: w.TotalGPUs}, d.Directives.Preemptible)
+	r.State.Reserve(reservationKey(w), w.Tenant, map[string]int{w.GPUResource: w.TotalGPUs}, d.Directives.Preemptible)
+}
+
+// reservationKey is the ledger key of w's reservation; "" for objects
+// without a name yet.
+func reservationKey(w workload.Workload) string {
+	if w.Name == "" {
+		return ""
+	}
+	return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
 }

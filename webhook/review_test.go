@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -79,4 +80,29 @@ func TestDryRunReservesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rv.Decision.Allowed)
 	require.Equal(t, before, r.State.Usage("product")["product"]["nvidia.com/gpu"])
+}
+
+// TestReinvocationDecidesTheSame: the API server calls /mutate again with
+// the object Mandate mutated when an in-tree plugin changed it afterwards.
+// The last guaranteed GPU's pod, decided again, must neither count its own
+// reservation (and turn preemptible) nor read Mandate's own
+// non-preemptible mark as the tenant exempting itself.
+func TestReinvocationDecidesTheSame(t *testing.T) {
+	r := exampleReviewer(t)
+	for i := range 15 {
+		_, err := r.Review(context.Background(), buildPod(fmt.Sprintf("p-%d", i)), evaluator.Request{Operation: "CREATE"})
+		require.NoError(t, err)
+	}
+	first, err := r.Review(context.Background(), buildPod("last"), evaluator.Request{Operation: "CREATE"})
+	require.NoError(t, err)
+	require.True(t, first.Decision.Allowed)
+	require.False(t, first.Decision.Directives.Preemptible, "the 16th of 16 guaranteed GPUs")
+	used := r.State.Usage("product")["product"]["nvidia.com/gpu"]
+
+	again, err := r.Review(context.Background(), first.Mutated, evaluator.Request{Operation: "CREATE"})
+	require.NoError(t, err)
+	require.True(t, again.Decision.Allowed, "violations: %v", again.Decision.Violations)
+	assert.False(t, again.Decision.Directives.Preemptible)
+	assert.Equal(t, first.Decision.Directives, again.Decision.Directives)
+	assert.Equal(t, used, r.State.Usage("product")["product"]["nvidia.com/gpu"], "reserved once")
 }

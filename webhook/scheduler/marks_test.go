@@ -1,4 +1,4 @@
-package audit
+package scheduler
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func TestAsSubmittedDropsOnlyMandatesOwnMarks(t *testing.T) {
+func TestWithoutOwnMarksDropsOnlyMandatesOwnMarks(t *testing.T) {
 	obj := func(directives string, labels, annotations map[string]any) *unstructured.Unstructured {
 		if directives != "" {
 			annotations["mandate.dev/directives"] = directives
@@ -33,7 +33,7 @@ func TestAsSubmittedDropsOnlyMandatesOwnMarks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.in.DeepCopy()
-			got := asSubmitted(tc.in)
+			got := WithoutOwnMarks(tc.in)
 			assert.Equal(t, tc.wantKAI, got.GetLabels()["kai.scheduler/preemptibility"])
 			assert.Equal(t, tc.wantVol, got.GetAnnotations()["volcano.sh/preemptable"])
 			assert.Equal(t, before, tc.in, "the object itself is left alone")
