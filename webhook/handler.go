@@ -24,10 +24,13 @@ import (
 	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
-// Audit annotation keys every admitted workload's audit event carries.
+// Audit annotation keys every admitted workload's audit event carries. The
+// API server prefixes them with the webhook's name ("mutate.mandate.dev/
+// policy-revision") and drops, with only a warning in its own log, any key
+// that is not then a qualified name: a key must hold no "/" of its own.
 const (
-	AuditDecisionID     = "mandate.dev/decision-id"
-	AuditPolicyRevision = "mandate.dev/policy-revision"
+	AuditDecisionID     = "decision-id"
+	AuditPolicyRevision = "policy-revision"
 )
 
 // DefaultOwnerTimeout bounds the uncached read of a pod's owner; it must
