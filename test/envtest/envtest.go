@@ -63,7 +63,8 @@ type Env struct {
 	// CRDs are the CustomResourceDefinitions installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 
-	restartable bool
+	// apiServerDir is the certificate directory of a restartable API server.
+	apiServerDir string
 }
 
 // Option configures Start.

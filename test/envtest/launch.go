@@ -101,13 +101,13 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		return fail(fmt.Errorf("unable to create a client: %w", err))
 	}
 	return &Env{
-		Config:      cfg,
-		Client:      c,
-		Scheme:      o.scheme,
-		Environment: ce,
-		RepoRoot:    root,
-		CRDs:        ce.CRDs,
-		restartable: o.restartable,
+		Config:       cfg,
+		Client:       c,
+		Scheme:       o.scheme,
+		Environment:  ce,
+		RepoRoot:     root,
+		CRDs:         ce.CRDs,
+		apiServerDir: certDir,
 	}, stop, nil
 }
 
