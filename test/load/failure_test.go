@@ -193,13 +193,19 @@ func TestFailureAPIServerRestart(t *testing.T) {
 	// The tenant guard answers again, and the new namespace reaches the
 	// informers.
 	require.NoError(t, h.ensureNamespace("late", map[string]string{"mandate.dev/tenant": "team-3"}))
-	var probe *corev1.Pod
+	var (
+		probe  *corev1.Pod
+		before string // what Mandate answered before it knew the namespace
+	)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		probe = gpuPod("late", "probe", "build")
 		err = h.env.Client.Create(context.Background(), probe, client.DryRunAll)
 		if err == nil && probe.Labels[scheduler.LabelKAIQueue] == "team-3" {
 			break
+		}
+		if before == "" {
+			before = fmt.Sprintf("error %v, labels %v", err, probe.Labels)
 		}
 		require.True(t, time.Now().Before(deadline), "not decided for team-3 within a minute of the API server's return: %v (labels %v)", err, probe.Labels)
 		time.Sleep(200 * time.Millisecond)
@@ -215,6 +221,9 @@ func TestFailureAPIServerRestart(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	fmt.Printf("failure: API server down %s: serve kept running and ready (pid %d); a namespace created after the restart decided for its tenant %s after the API server returned\n",
 		down, pid, caughtUp.Round(time.Millisecond))
+	if before != "" {
+		fmt.Printf("failure: before its informers caught up, Mandate answered for the new namespace: %s\n", before)
+	}
 }
 
 // counter sums the samples of a metric whose labels contain every match.
