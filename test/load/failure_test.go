@@ -4,8 +4,10 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,6 +85,13 @@ func TestFailurePolicyFail(t *testing.T) {
 	}
 	fmt.Printf("failure: Fail, serve down: pods in kube-system and %s created\n", mandateNamespace)
 
+	rejected, err := h.apiServerCounter("apiserver_admission_webhook_rejection_count",
+		`name="`+webhook.MutatingWebhookName+`"`, `error_type="calling_webhook_error"`)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, rejected, 1.0, "the API server counts the failed call")
+	fmt.Printf("failure: Fail, serve down: apiserver_admission_webhook_rejection_count{name=%q,error_type=\"calling_webhook_error\"} %.0f\n",
+		webhook.MutatingWebhookName, rejected)
+
 	h.startServe()
 	h.waitReady(30 * time.Second)
 	p, err := h.createPod(gpuPod("team-0", "fail-back", "build"))
@@ -103,6 +113,14 @@ func TestFailurePolicyIgnore(t *testing.T) {
 	require.NotContains(t, p.Labels, scheduler.LabelKAIQueue, "no scheduling directives")
 	require.NotEqual(t, scheduler.KAISchedulerName, p.Spec.SchedulerName, "no scheduler assigned")
 	fmt.Printf("failure: Ignore, serve down: pod admitted undecided (annotations %v, schedulerName %q)\n", p.Annotations, p.Spec.SchedulerName)
+
+	failOpen, err := h.apiServerCounter("apiserver_admission_webhook_fail_open_count", `name="`+webhook.MutatingWebhookName+`"`)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, failOpen, 1.0, "the API server counts the call it ignored")
+	backstop, err := h.apiServerCounter("apiserver_admission_webhook_fail_open_count", `name="`+webhook.ValidatingWebhookName+`"`)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, backstop, 1.0, "the validating backstop was skipped too")
+	fmt.Printf("failure: Ignore, serve down: apiserver_admission_webhook_fail_open_count mutate %.0f, validate %.0f\n", failOpen, backstop)
 
 	h.startServe()
 	h.waitReady(30 * time.Second)
@@ -226,15 +244,39 @@ func TestFailureAPIServerRestart(t *testing.T) {
 	}
 }
 
-// counter sums the samples of a metric whose labels contain every match.
+// counter sums the samples of one of mandate serve's metrics whose
+// labels contain every match.
 func (h *harness) counter(name string, match ...string) (float64, error) {
 	resp, err := http.Get("http://" + h.metrics + "/metrics")
 	if err != nil {
 		return 0, fmt.Errorf("unable to read /metrics: %w", err)
 	}
 	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("unable to read /metrics: %w", err)
+	}
+	return sumSamples(raw, name, match...)
+}
+
+// apiServerCounter is counter for the API server's own metrics.
+func (h *harness) apiServerCounter(name string, match ...string) (float64, error) {
+	cs, err := kubernetes.NewForConfig(h.env.Config)
+	if err != nil {
+		return 0, fmt.Errorf("unable to build a clientset: %w", err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		return 0, fmt.Errorf("unable to read the API server's /metrics: %w", err)
+	}
+	return sumSamples(raw, name, match...)
+}
+
+// sumSamples sums, in a Prometheus text exposition, the samples of a metric
+// whose labels contain every match.
+func sumSamples(raw []byte, name string, match ...string) (float64, error) {
 	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 lines:
 	for sc.Scan() {
