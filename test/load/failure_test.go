@@ -182,6 +182,12 @@ func TestFailureEvaluationTimeout(t *testing.T) {
 	log := h.serveLog.String()
 	h.mu.Unlock()
 	require.Contains(t, log, "policy evaluation exceeded its deadline", "the timeout is logged")
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "exceeded its deadline") {
+			fmt.Printf("failure: evaluation timeout: serve logged %s\n", line)
+			break
+		}
+	}
 	fmt.Printf("failure: evaluation timeout: /readyz 200, mandate_admissions_total{webhook=mutate,outcome=error,code=500} %.0f\n", errors)
 }
 
