@@ -62,6 +62,9 @@ type Env struct {
 	RepoRoot string
 	// CRDs are the CustomResourceDefinitions installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+
+	// apiServerDir is the certificate directory of a restartable API server.
+	apiServerDir string
 }
 
 // Option configures Start.
@@ -75,6 +78,7 @@ type options struct {
 	webhooks      *crenvtest.WebhookInstallOptions
 	apiServerArgs [][2]string
 	startTimeout  time.Duration
+	restartable   bool
 }
 
 // WithScheme sets the scheme of the client (and of envtest's conversion
@@ -117,6 +121,14 @@ func WithAPIServerArg(name, value string) Option {
 // start (default one minute, or $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
+}
+
+// WithRestartableAPIServer keeps kube-apiserver's certificates in a
+// directory of the Env's own, so that Env.RestartAPIServer can stop it and
+// start it again on the same port, with the same etcd, certificates and
+// users.
+func WithRestartableAPIServer() Option {
+	return func(o *options) { o.restartable = true }
 }
 
 // Start runs kube-apiserver and etcd, installs the upstream scheduler CRDs (and

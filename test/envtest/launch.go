@@ -64,6 +64,15 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 	for _, a := range o.apiServerArgs {
 		apiServer.Configure().Set(a[0], a[1])
 	}
+	// envtest removes and regenerates a certificate directory it made
+	// itself on every stop: one of ours survives a restart.
+	certDir := ""
+	if o.restartable {
+		if certDir, err = os.MkdirTemp("", "mandate-apiserver-"); err != nil {
+			return nil, nil, fmt.Errorf("unable to create the API server's certificate directory: %w", err)
+		}
+		apiServer.CertDir = certDir
+	}
 
 	cfg, err := ce.Start()
 	if err != nil {
@@ -72,13 +81,13 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		if stopErr := ce.Stop(); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("stopping after a failed start: %w", stopErr))
 		}
-		return nil, nil, err
+		return nil, nil, errors.Join(err, removeAll(certDir))
 	}
 	stop = func() error {
 		if err := ce.Stop(); err != nil {
-			return fmt.Errorf("unable to stop the control plane: %w", err)
+			return errors.Join(fmt.Errorf("unable to stop the control plane: %w", err), removeAll(certDir))
 		}
-		return nil
+		return removeAll(certDir)
 	}
 	fail := func(err error) (*Env, func() error, error) {
 		return nil, nil, errors.Join(err, stop())
@@ -92,13 +101,24 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		return fail(fmt.Errorf("unable to create a client: %w", err))
 	}
 	return &Env{
-		Config:      cfg,
-		Client:      c,
-		Scheme:      o.scheme,
-		Environment: ce,
-		RepoRoot:    root,
-		CRDs:        ce.CRDs,
+		Config:       cfg,
+		Client:       c,
+		Scheme:       o.scheme,
+		Environment:  ce,
+		RepoRoot:     root,
+		CRDs:         ce.CRDs,
+		apiServerDir: certDir,
 	}, stop, nil
+}
+
+func removeAll(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("unable to remove %s: %w", dir, err)
+	}
+	return nil
 }
 
 func newDefaultScheme() (*runtime.Scheme, error) {

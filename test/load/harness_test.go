@@ -62,15 +62,38 @@ type harness struct {
 	restartDur time.Duration
 }
 
-func start(t *testing.T) *harness {
+// mandateNamespace is Mandate's own namespace, never governed.
+const mandateNamespace = "mandate-system"
+
+// startOptions vary the harness: how the webhooks are registered, how the
+// API server runs and what `mandate serve` is given.
+type startOptions struct {
+	failurePolicy *admissionregistrationv1.FailurePolicyType
+	envOptions    []envtest.Option
+	// policyArgs replace --policies DIR (e.g. with --bundle URL).
+	policyArgs []string
+	// policiesDir replaces the default policy directory.
+	policiesDir string
+	extraArgs   []string
+}
+
+type startOption func(*startOptions)
+
+func start(t *testing.T, opts ...startOption) *harness {
 	t.Helper()
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
-		Service: &webhook.ServiceReference{Namespace: "mandate-system", Name: "mandate", Port: 443},
+		Service:       &webhook.ServiceReference{Namespace: mandateNamespace, Name: "mandate", Port: 443},
+		Namespace:     mandateNamespace,
+		FailurePolicy: o.failurePolicy,
 	})
-	env := envtest.Start(t, envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
+	env := envtest.Start(t, append([]envtest.Option{envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
-	}))
+	})}, o.envOptions...)...)
 	h := &harness{t: t, env: env, binary: buildMandate(t, env.RepoRoot), health: freeAddr(t), metrics: freeAddr(t)}
 	hooks := env.Environment.WebhookInstallOptions
 	h.args = []string{"serve",
@@ -80,8 +103,17 @@ func start(t *testing.T) *harness {
 		"--port", strconv.Itoa(hooks.LocalServingPort),
 		"--health-addr", h.health,
 		"--metrics-addr", h.metrics,
-		"--policies", loadPolicies(t),
+		"--namespace", mandateNamespace,
 	}
+	switch {
+	case o.policyArgs != nil:
+		h.args = append(h.args, o.policyArgs...)
+	case o.policiesDir != "":
+		h.args = append(h.args, "--policies", o.policiesDir)
+	default:
+		h.args = append(h.args, "--policies", loadPolicies(t))
+	}
+	h.args = append(h.args, o.extraArgs...)
 	h.startServe()
 	t.Cleanup(h.stopServe)
 	h.waitReady(60 * time.Second)

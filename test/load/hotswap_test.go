@@ -1,0 +1,340 @@
+//go:build load
+
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/webhook/scheduler"
+)
+
+// Hot-swap scenario: revisions r1..r6 differ only in the KAI queue each
+// tenant's pods are sent to, "team-<i>-r<N>", so every stored pod shows
+// which revision decided it.
+const (
+	hotSwapRevisions = 6
+	hotSwapRate      = 250 // creates per second offered
+	hotSwapMinRate   = 200 // creates per second required
+	hotSwapInterval  = time.Second
+	// hotSwapSlack is what a swap may take beyond one polling interval:
+	// the download, compiling the bundle and its smoke decision.
+	hotSwapSlack = 1500 * time.Millisecond
+	// hotSwapDwell is how long each revision stays published.
+	hotSwapDwell = 3 * time.Second
+)
+
+// bundleServer serves one bundle at a time over real HTTP, with an ETag,
+// answering 304 to an If-None-Match of the current one, like any bundle
+// server or object store.
+type bundleServer struct {
+	mu   sync.Mutex
+	body []byte
+	etag string
+	gets map[int]int // responses by status code
+}
+
+func (s *bundleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	body, etag := s.body, s.etag
+	s.mu.Unlock()
+	status := http.StatusOK
+	if r.Header.Get("If-None-Match") == etag {
+		status = http.StatusNotModified
+	}
+	s.mu.Lock()
+	s.gets[status]++
+	s.mu.Unlock()
+	w.Header().Set("ETag", etag)
+	if status == http.StatusNotModified {
+		w.WriteHeader(status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/gzip")
+	_, _ = w.Write(body)
+}
+
+// publish replaces the served bundle and returns when it is served.
+func (s *bundleServer) publish(revision string, body []byte) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.body, s.etag = body, `"`+revision+`"`
+	return time.Now()
+}
+
+// revisionQueue is the KAI queue revision r sends tenant's pods to.
+func revisionQueue(tenant string, r int) string { return fmt.Sprintf("%s-r%d", tenant, r) }
+
+// buildRevision builds bundle rN of the load model with its queues.
+func buildRevision(t *testing.T, r int) []byte {
+	t.Helper()
+	dir := loadPolicies(t)
+	modelPath := filepath.Join(dir, "mandate", "model", "data.json")
+	raw, err := os.ReadFile(modelPath)
+	require.NoError(t, err)
+	var model map[string]any
+	require.NoError(t, json.Unmarshal(raw, &model))
+	for i := range tenants {
+		tenant := fmt.Sprintf("team-%d", i)
+		model["tenants"].(map[string]any)[tenant].(map[string]any)["queue"] = revisionQueue(tenant, r)
+	}
+	raw, err = json.Marshal(model)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(modelPath, raw, 0o600))
+	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: fmt.Sprintf("r%d", r)})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, bundles.Write(&buf, b))
+	return buf.Bytes()
+}
+
+// auditPolicy logs pod creates at Metadata level, which carries the
+// admission webhooks' audit annotations, and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create"]
+  resources: [{group: "", resources: ["pods"]}]
+- level: None
+`
+
+// withAuditLog enables the API server's audit log and returns its path.
+func withAuditLog(t *testing.T) (startOption, string) {
+	dir := t.TempDir()
+	policy, log := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
+	require.NoError(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
+	return func(o *startOptions) {
+		o.envOptions = append(o.envOptions,
+			envtest.WithAPIServerArg("audit-policy-file", policy),
+			envtest.WithAPIServerArg("audit-log-path", log))
+	}, log
+}
+
+// created is one create of the steady load.
+type created struct {
+	namespace, name string
+	start, end      time.Time
+	revision        string // mandate.dev/policy-revision of the stored pod
+	queue           string // its KAI queue
+	err             error
+}
+
+// steadyLoad creates one-GPU train pods across the tenants at rate per
+// second, each create on its own schedule (open loop: a slow server does
+// not slow the offered rate until every worker is busy), until stop.
+func (h *harness) steadyLoad(prefix string, rate, workers int, stop <-chan struct{}) []created {
+	jobs := make(chan int, workers)
+	var (
+		mu      sync.Mutex
+		results []created
+		wg      sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%05d", prefix, i), "train")
+				c := created{namespace: pod.Namespace, name: pod.Name, start: time.Now()}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				c.err = h.env.Client.Create(ctx, pod)
+				cancel()
+				c.end = time.Now()
+				c.revision = pod.Annotations[webhook.AnnotationPolicyRevision]
+				c.queue = pod.Labels[scheduler.LabelKAIQueue]
+				mu.Lock()
+				results = append(results, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	period := time.Second / time.Duration(rate)
+	began := time.Now()
+feed:
+	for i := 0; ; i++ {
+		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
+		select {
+		case <-stop:
+			break feed
+		case jobs <- i:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return results
+}
+
+// TestBundleHotSwapUnderLoad: a local bundle server publishes r2..r6 while
+// pods are created at a steady rate through the real API server. No create
+// fails, each new revision decides within a polling interval (plus a small
+// slack) of being published, without a restart, and every stored pod's
+// policy-revision annotation, like its audit event's, names the revision
+// whose queue it carries: the one that actually decided it.
+func TestBundleHotSwapUnderLoad(t *testing.T) {
+	revs := make([][]byte, hotSwapRevisions+1)
+	for r := 1; r <= hotSwapRevisions; r++ {
+		revs[r] = buildRevision(t, r)
+	}
+	bs := &bundleServer{gets: map[int]int{}}
+	bs.publish("r1", revs[1])
+	srv := httptest.NewServer(bs)
+	t.Cleanup(srv.Close)
+
+	audit, auditLog := withAuditLog(t)
+	h := start(t, audit, func(o *startOptions) {
+		o.policyArgs = []string{"--bundle", srv.URL + "/bundles/mandate.tar.gz", "--bundle-interval", hotSwapInterval.String()}
+	})
+	servePID := h.serve.Process.Pid
+
+	stop := make(chan struct{})
+	done := make(chan []created)
+	go func() { done <- h.steadyLoad("swap", hotSwapRate, 64, stop) }()
+	published := map[string]time.Time{}
+	time.Sleep(hotSwapDwell)
+	for r := 2; r <= hotSwapRevisions; r++ {
+		published[fmt.Sprintf("r%d", r)] = bs.publish(fmt.Sprintf("r%d", r), revs[r])
+		time.Sleep(hotSwapDwell)
+	}
+	close(stop)
+	results := <-done
+	require.Equal(t, servePID, h.serve.Process.Pid, "no restart of mandate serve")
+
+	var failed []string
+	first := map[string]time.Time{} // earliest completed create per revision
+	var from, to time.Time
+	for _, c := range results {
+		if c.err != nil {
+			failed = append(failed, fmt.Sprintf("%s/%s: %v", c.namespace, c.name, c.err))
+			continue
+		}
+		if f, ok := first[c.revision]; !ok || c.end.Before(f) {
+			first[c.revision] = c.end
+		}
+		if from.IsZero() || c.start.Before(from) {
+			from = c.start
+		}
+		if c.end.After(to) {
+			to = c.end
+		}
+	}
+	require.Empty(t, failed, "no create may fail during the swaps")
+	rate := float64(len(results)) / to.Sub(from).Seconds()
+	fmt.Printf("hotswap: %d pod creates in %s (%.0f/s offered %d/s), %d failed, %d swaps; bundle server answered %v\n",
+		len(results), to.Sub(from).Round(time.Millisecond), rate, hotSwapRate, len(failed), len(published), bs.gets)
+
+	// Each revision took over within the polling interval plus the slack.
+	for r := 2; r <= hotSwapRevisions; r++ {
+		rev := fmt.Sprintf("r%d", r)
+		f, ok := first[rev]
+		require.True(t, ok, "no pod was decided by %s", rev)
+		took := f.Sub(published[rev])
+		fmt.Printf("hotswap: %s published, first pod decided by it %s later (limit %s)\n", rev, took.Round(time.Millisecond), hotSwapInterval+hotSwapSlack)
+		require.LessOrEqual(t, took, hotSwapInterval+hotSwapSlack, "%s took over too late", rev)
+	}
+
+	// Every pod names the revision whose queue it carries, and once a
+	// revision has decided, a create begun later is never decided by an
+	// older one: the swap is atomic.
+	revNumber := func(rev string) int {
+		var n int
+		_, err := fmt.Sscanf(rev, "r%d", &n)
+		require.NoError(t, err, "policy revision %q", rev)
+		return n
+	}
+	for _, c := range results {
+		n := revNumber(c.revision)
+		require.Equal(t, revisionQueue(c.namespace, n), c.queue,
+			"%s/%s: annotated %s but carries the queue of another revision", c.namespace, c.name, c.revision)
+		for r := n + 1; r <= hotSwapRevisions; r++ {
+			if f, ok := first[fmt.Sprintf("r%d", r)]; ok && c.start.After(f) {
+				t.Fatalf("%s/%s begun %s after r%d first decided, yet decided by %s",
+					c.namespace, c.name, c.start.Sub(f), r, c.revision)
+			}
+		}
+	}
+
+	// The audit log names the same revision for every pod.
+	annotations := auditAnnotations(t, auditLog, "swap-", len(results))
+	key := webhook.MutatingWebhookName + "/" + webhook.AuditPolicyRevision
+	for _, c := range results {
+		got, ok := annotations[c.namespace+"/"+c.name]
+		require.True(t, ok, "no audit event for the create of %s/%s", c.namespace, c.name)
+		require.Equal(t, c.revision, got[key], "%s/%s: audit annotation %s (event annotations %v)", c.namespace, c.name, key, got)
+	}
+	perRevision := map[string]int{}
+	for _, c := range results {
+		perRevision[c.revision]++
+	}
+	revisions := make([]string, 0, len(perRevision))
+	for rev := range perRevision {
+		revisions = append(revisions, fmt.Sprintf("%s:%d", rev, perRevision[rev]))
+	}
+	sort.Strings(revisions)
+	fmt.Printf("hotswap: pods per revision %s; every pod's annotation, queue and audit event agree\n", strings.Join(revisions, " "))
+	require.GreaterOrEqual(t, rate, float64(hotSwapMinRate), "steady load below %d creates/s", hotSwapMinRate)
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event read here.
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	Stage     string `json:"stage"`
+	ObjectRef *struct {
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// auditAnnotations reads the audit log until it holds want completed pod
+// creates named with prefix, and returns their annotations by
+// namespace/name.
+func auditAnnotations(t *testing.T, path, prefix string, want int) map[string]map[string]string {
+	t.Helper()
+	var got map[string]map[string]string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got = map[string]map[string]string{}
+		f, err := os.Open(path)
+		require.NoError(t, err, "the API server's audit log")
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var e auditEvent
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &e), "audit event %s", sc.Text())
+			if e.Verb != "create" || e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.ObjectRef.Resource != "pods" ||
+				!strings.HasPrefix(e.ObjectRef.Name, prefix) || e.ResponseStatus == nil || e.ResponseStatus.Code != http.StatusCreated {
+				continue
+			}
+			got[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = e.Annotations
+		}
+		require.NoError(t, sc.Err())
+		f.Close()
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
