@@ -38,10 +38,18 @@ var (
 		Name: "mandate_bundle_activations_total",
 		Help: "Bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
 	}, []string{"result"})
+	shadowRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mandate_bundle_shadow_revision",
+		Help: "1 for the shadow (candidate) policy revision decided beside the active one, never enforced.",
+	}, []string{"revision"})
+	shadowActivations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mandate_bundle_shadow_activations_total",
+		Help: "Shadow bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
+	}, []string{"result"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(activeRevision, activations)
+	metrics.Registry.MustRegister(activeRevision, activations, shadowRevision, shadowActivations)
 }
 
 // ActivatorOptions configure an Activator.
@@ -60,6 +68,9 @@ type ActivatorOptions struct {
 	// SmokeInput is the decision every new revision must answer without an
 	// error before it is swapped in; SmokeInput() when nil.
 	SmokeInput *evaluator.Input
+	// Shadow marks the Activator of a shadow (candidate) revision: its
+	// revision and activations are reported as mandate_bundle_shadow_*.
+	Shadow bool
 }
 
 // SmokeInput is a harmless decision: a CPU-only pod in a namespace of no
@@ -82,6 +93,9 @@ type Status struct {
 	// failed (empty when it succeeded).
 	LastAttempt time.Time `json:"lastAttempt"`
 	LastError   string    `json:"lastError,omitempty"`
+	// LastStep is the step that failed (read, verify, compile, smoke,
+	// persist) when LastError is set.
+	LastStep string `json:"lastStep,omitempty"`
 	// Source names what was last tried (a path or URL).
 	Source string `json:"source,omitempty"`
 }
@@ -109,6 +123,10 @@ type Activator struct {
 
 	mu     sync.Mutex // serialises activations
 	status atomic.Pointer[Status]
+
+	// revision and activations are the metrics of this Activator's role.
+	revision    *prometheus.GaugeVec
+	activations *prometheus.CounterVec
 }
 
 // NewActivator returns an Activator with nothing active yet.
@@ -121,7 +139,10 @@ func NewActivator(o ActivatorOptions) (*Activator, error) {
 			return nil, err
 		}
 	}
-	a := &Activator{opts: o}
+	a := &Activator{opts: o, revision: activeRevision, activations: activations}
+	if o.Shadow {
+		a.revision, a.activations = shadowRevision, shadowActivations
+	}
 	a.status.Store(&Status{})
 	return a, nil
 }
@@ -140,13 +161,24 @@ func (a *Activator) Activate(ctx context.Context, path string) error {
 }
 
 // LoadPersisted activates the last good bundle from PersistDir; an error
-// when there is none or it no longer activates.
+// when there is none or it no longer activates. The status keeps the
+// error of the attempt that failed before it, if any.
 func (a *Activator) LoadPersisted(ctx context.Context) error {
 	if a.opts.PersistDir == "" {
 		return errors.New("no persistence directory configured")
 	}
 	path := filepath.Join(a.opts.PersistDir, PersistedFile)
-	return a.activateFile(ctx, path, path+" (persisted)", false)
+	failed := a.Status()
+	if err := a.activateFile(ctx, path, path+" (persisted)", false); err != nil {
+		return err
+	}
+	if failed.LastError != "" {
+		// Serving the fallback; the source's failure stays in the status.
+		st := a.Status()
+		st.LastError, st.LastStep = failed.LastError, failed.LastStep
+		a.status.Store(&st)
+	}
+	return nil
 }
 
 func (a *Activator) activateFile(ctx context.Context, path, source string, persist bool) error {
@@ -166,7 +198,7 @@ func (a *Activator) activateFile(ctx context.Context, path, source string, persi
 	if persist {
 		if err := a.persist(path); err != nil {
 			// The bundle serves; only its copy failed.
-			activations.WithLabelValues(StepPersist).Inc()
+			a.activations.WithLabelValues(StepPersist).Inc()
 			return &ActivationError{Source: source, Step: StepPersist, Err: err}
 		}
 	}
@@ -195,22 +227,39 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 	}
 	old := a.current.Swap(ev)
 	if old != nil && old.Revision() != ev.Revision() {
-		activeRevision.DeleteLabelValues(old.Revision())
+		a.revision.DeleteLabelValues(old.Revision())
 	}
-	activeRevision.WithLabelValues(ev.Revision()).Set(1)
-	activations.WithLabelValues("success").Inc()
+	a.revision.WithLabelValues(ev.Revision()).Set(1)
+	a.activations.WithLabelValues("success").Inc()
 	now := time.Now()
 	a.status.Store(&Status{Revision: ev.Revision(), ActivatedAt: now, LastAttempt: now, Source: source})
 	return nil
 }
 
 func (a *Activator) fail(source, step string, err error) error {
-	activations.WithLabelValues(step).Inc()
+	a.activations.WithLabelValues(step).Inc()
 	aerr := &ActivationError{Source: source, Step: step, Err: err}
 	st := *a.status.Load()
-	st.LastAttempt, st.LastError, st.Source = time.Now(), aerr.Error(), source
+	st.LastAttempt, st.LastError, st.LastStep, st.Source = time.Now(), aerr.Error(), step, source
 	a.status.Store(&st)
 	return aerr
+}
+
+// sourceFailed records, in the status and the metric, a source that could
+// not be read (unreachable server, missing file): a failure of the read
+// step. err is returned as it is.
+func (a *Activator) sourceFailed(source string, err error) error {
+	var aerr *ActivationError
+	if err == nil || errors.As(err, &aerr) {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.activations.WithLabelValues(StepRead).Inc()
+	st := *a.status.Load()
+	st.LastAttempt, st.LastError, st.LastStep, st.Source = time.Now(), err.Error(), StepRead, source
+	a.status.Store(&st)
+	return err
 }
 
 // persist copies the bundle at path into PersistDir, renamed into place.

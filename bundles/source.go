@@ -102,6 +102,10 @@ type FileSource struct {
 // Poll activates the file if it changed since the last poll. A file that
 // fails to activate is not retried until it changes again.
 func (s *FileSource) Poll(ctx context.Context) error {
+	return s.Activator.sourceFailed(s.Path, s.poll(ctx))
+}
+
+func (s *FileSource) poll(ctx context.Context) error {
 	info, err := os.Stat(s.Path)
 	if err != nil {
 		return fmt.Errorf("unable to read bundle %q: %w", s.Path, err)
@@ -167,6 +171,10 @@ func (s *HTTPSource) client() (*http.Client, error) {
 // ETag of a fetched bundle is remembered whether or not it activates, so a
 // rejected bundle is not downloaded again until the server's changes.
 func (s *HTTPSource) Poll(ctx context.Context) error {
+	return s.Activator.sourceFailed(s.URL, s.poll(ctx))
+}
+
+func (s *HTTPSource) poll(ctx context.Context) error {
 	c, err := s.client()
 	if err != nil {
 		return err

@@ -81,12 +81,26 @@ func TestServerPolicyFromBundle(t *testing.T) {
 	s.cacheSynced.Store(true)
 	assert.NoError(t, s.ready(nil))
 
-	// A missing bundle: not ready, and nothing decides, until one activates.
-	o.Bundle = &bundles.SourceOptions{File: filepath.Join(t.TempDir(), "missing.tar.gz")}
+	// A missing bundle and nothing persisted: serve cannot start.
+	missing := filepath.Join(t.TempDir(), "missing.tar.gz")
+	o.Bundle = &bundles.SourceOptions{File: missing}
+	_, _, err = (&Server{}).policy(ctx, o)
+	var serr *SourceError
+	require.ErrorAs(t, err, &serr)
+	assert.False(t, serr.Shadow)
+	assert.ErrorContains(t, err, missing)
+
+	// With a persisted last good bundle it starts from it.
+	persist := t.TempDir()
+	o.Bundle = &bundles.SourceOptions{File: path, Activator: bundles.ActivatorOptions{PersistDir: persist}}
+	_, _, err = (&Server{}).policy(ctx, o)
+	require.NoError(t, err)
+	o.Bundle = &bundles.SourceOptions{File: missing, Activator: bundles.ActivatorOptions{PersistDir: persist}}
 	s = &Server{}
 	r, _, err = s.policy(ctx, o)
 	require.NoError(t, err)
-	s.cacheSynced.Store(true)
-	assert.ErrorContains(t, s.ready(nil), "no policy bundle activated yet")
-	assert.Nil(t, r.Source())
+	assert.Equal(t, "b1", r.Source().(*evaluator.Evaluator).Revision())
+	st := s.Activator.Status()
+	assert.Equal(t, bundles.StepRead, st.LastStep, "the source's failure stays in the status")
+	assert.Contains(t, st.LastError, missing)
 }
