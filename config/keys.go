@@ -27,10 +27,12 @@ var Keys = []Key{
 	{Name: "adminGroups", Kind: "a list of strings", Env: []string{"MANDATE_ADMIN_GROUPS"}, Type: "group names, comma-separated in env and flags"},
 	{Name: "namespace", Kind: "a string", Env: []string{"MANDATE_NAMESPACE", "POD_NAMESPACE"}, Type: "a namespace name, an RFC 1123 label"},
 	{Name: "evaluation.timeout", Kind: "a duration", Env: []string{"MANDATE_EVALUATION_TIMEOUT"}, Type: "1ms-30s, such as 500ms or 2s"},
-	{Name: "bundle.source", Kind: "a string", Env: []string{"MANDATE_BUNDLE_SOURCE"}, Type: "a bundle file or an http(s) URL"},
+	{Name: "bundle.source", Kind: "a string", Env: []string{"MANDATE_BUNDLE_SOURCE"}, Type: "a bundle file or directory, or an http(s) URL"},
 	{Name: "bundle.verificationKey", Kind: "a string", Env: []string{"MANDATE_BUNDLE_VERIFICATION_KEY"}, Type: "a PEM public key file"},
 	{Name: "bundle.persistDir", Kind: "a string", Env: []string{"MANDATE_BUNDLE_PERSIST_DIR"}, Type: "a writable directory"},
 	{Name: "bundle.interval", Kind: "a duration", Env: []string{"MANDATE_BUNDLE_INTERVAL"}, Type: "1s-1h, such as 30s"},
+	{Name: "bundle.requireSignature", Kind: "a boolean", Env: []string{"MANDATE_BUNDLE_REQUIRE_SIGNATURE"}, Type: "true or false; true needs bundle.verificationKey"},
+	{Name: "bundle.shadow.source", Kind: "a string", Env: []string{"MANDATE_BUNDLE_SHADOW_SOURCE"}, Type: "a bundle file or directory, or an http(s) URL"},
 }
 
 // lookup finds a key by name, ignoring case (viper lowercases keys).

@@ -33,6 +33,9 @@ func Bind(v *viper.Viper) error {
 		"bundle.verificationKey": d.Bundle.VerificationKey,
 		"bundle.persistDir":      d.Bundle.PersistDir,
 		"bundle.interval":        d.Bundle.Interval,
+
+		"bundle.requireSignature": d.Bundle.RequireSignature,
+		"bundle.shadow.source":    d.Bundle.Shadow.Source,
 	}
 	for _, k := range Keys {
 		val, ok := defaults[k.Name]
@@ -82,6 +85,7 @@ func strict(c *mapstructure.DecoderConfig) {
 		mapstructure.StringToTimeDurationHookFunc(),
 		mapstructure.StringToIntHookFunc(),
 		mapstructure.StringToSliceHookFunc(","),
+		mapstructure.StringToBoolHookFunc(),
 	)
 }
 

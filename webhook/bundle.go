@@ -41,9 +41,6 @@ func (e *SourceError) Unwrap() error { return e.Err }
 func firstActivation(ctx context.Context, act *bundles.Activator, src bundles.Source, persistDir string, shadow bool) error {
 	log := ctrl.LoggerFrom(ctx)
 	err := src.Poll(ctx)
-	if err != nil {
-		log.Error(err, "unable to activate the bundle at startup", "shadow", shadow)
-	}
 	if act.Current() != nil {
 		return nil
 	}
@@ -56,7 +53,8 @@ func firstActivation(ctx context.Context, act *bundles.Activator, src bundles.So
 	if perr := act.LoadPersisted(ctx); perr != nil {
 		return &SourceError{Shadow: shadow, Err: fmt.Errorf("%w (and the persisted last good bundle: %w)", err, perr)}
 	}
-	log.Info("serving the persisted last good bundle", "revision", act.Status().Revision)
+	log.Error(err, "unable to activate the bundle at startup; serving the persisted last good bundle",
+		"revision", act.Status().Revision, "shadow", shadow)
 	return nil
 }
 

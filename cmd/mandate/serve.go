@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,6 +41,9 @@ var serveFlags = map[string]string{
 	"bundle-verification-key": "bundle.verificationKey",
 	"bundle-persist-dir":      "bundle.persistDir",
 	"bundle-interval":         "bundle.interval",
+
+	"bundle-require-signature": "bundle.requireSignature",
+	"shadow-bundle":            "bundle.shadow.source",
 }
 
 func newServeCommand() *cobra.Command {
@@ -77,6 +81,8 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.String("bundle-verification-key", d.Bundle.VerificationKey, "PEM public key; when set, only bundles signed with it are activated")
 	f.String("bundle-persist-dir", d.Bundle.PersistDir, "directory keeping the last good bundle for restarts without the source")
 	f.Duration("bundle-interval", d.Bundle.Interval, "how often the bundle source is polled")
+	f.Bool("bundle-require-signature", d.Bundle.RequireSignature, "refuse every unsigned bundle (needs --bundle-verification-key)")
+	f.String("shadow-bundle", d.Bundle.Shadow.Source, "candidate bundle file, directory or http(s) URL decided beside the active policy and never enforced; differences are counted and logged")
 	return cmd
 }
 
@@ -131,24 +137,51 @@ func runServe(ctx context.Context, c config.Serve) error {
 		Evaluation:  evaluator.Options{Timeout: c.Evaluation.Timeout},
 	}
 	if c.Bundle.Source != "" {
-		src := bundles.SourceFor(c.Bundle.Source)
-		src.Interval = c.Bundle.Interval
+		src := bundleSource(c.Bundle.Source, c.Bundle)
 		src.Activator.PersistDir = c.Bundle.PersistDir
-		if c.Bundle.VerificationKey != "" {
-			src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.Bundle.VerificationKey}
-		}
 		o.Bundle = &src
 	} else if o.Policy, err = loadPolicy(c.Policies); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("policies: %w", err)}
 	}
+	if c.Bundle.Shadow.Source != "" {
+		// Never persisted: a restart without it serves no shadow rather
+		// than an old one.
+		shadow := bundleSource(c.Bundle.Shadow.Source, c.Bundle)
+		o.Shadow = &shadow
+	}
 	srv, err := webhook.New(ctx, o)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("unable to set up the webhook server: %w", err)}
+		return &exitError{code: 1, err: setupError(err)}
 	}
 	if err := srv.Start(ctx); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	return nil
+}
+
+// bundleSource is how a bundle source (the active one or the shadow) is
+// read and verified.
+func bundleSource(ref string, c config.Bundle) bundles.SourceOptions {
+	src := bundles.SourceFor(ref)
+	src.Interval = c.Interval
+	src.Activator.Require = c.RequireSignature
+	if c.VerificationKey != "" {
+		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey}
+	}
+	return src
+}
+
+// setupError names the configuration key of a bundle source that could
+// not be read at startup.
+func setupError(err error) error {
+	var serr *webhook.SourceError
+	switch {
+	case errors.As(err, &serr) && serr.Shadow:
+		return fmt.Errorf("bundle.shadow.source: %w", serr.Err)
+	case errors.As(err, &serr):
+		return fmt.Errorf("bundle.source: %w", serr.Err)
+	}
+	return fmt.Errorf("unable to set up the webhook server: %w", err)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
