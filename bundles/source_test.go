@@ -158,7 +158,7 @@ func TestNewSource(t *testing.T) {
 	_, _, err := bundles.NewSource(bundles.SourceOptions{})
 	require.ErrorContains(t, err, "no bundle source")
 	_, _, err = bundles.NewSource(bundles.SourceOptions{File: "a", URL: "http://127.0.0.1/b"})
-	require.ErrorContains(t, err, "not both")
+	require.ErrorContains(t, err, "not several")
 	_, _, err = bundles.NewSource(bundles.SourceOptions{URL: "https://127.0.0.1/b", CAFile: filepath.Join(t.TempDir(), "missing.pem")})
 	require.ErrorContains(t, err, "CA")
 	a, s, err := bundles.NewSource(bundles.SourceOptions{File: "x"})
