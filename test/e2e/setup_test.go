@@ -66,6 +66,13 @@ func freePort(t *testing.T) int {
 // per binary may add the gang controller).
 func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 	t.Helper()
+	return startWith(t, nil, setup...)
+}
+
+// startWith is start with the webhook server's options edited first
+// (e.g. a bundle source).
+func startWith(t *testing.T, edit func(*webhook.Options), setup ...func(manager.Manager) error) *suite {
+	t.Helper()
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctrl.SetLogger(log)
 
@@ -86,7 +93,7 @@ func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 
 	s := &suite{env: env, healthAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
-	srv, err := webhook.New(ctx, webhook.Options{
+	o := webhook.Options{
 		RestConfig:  env.Config,
 		CertDir:     wio.LocalServingCertDir,
 		Host:        wio.LocalServingHost,
@@ -95,7 +102,11 @@ func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
 		MetricsAddr: "0",
 		Namespace:   mandateNamespace,
 		Setup:       setup,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	srv, err := webhook.New(ctx, o)
 	if err != nil {
 		cancel()
 		t.Fatalf("webhook.New: %v", err)
