@@ -27,6 +27,9 @@ const (
 	StepCompile = "compile"
 	StepSmoke   = "smoke"
 	StepPersist = "persist"
+	// StepState is the OnActivate hook refusing a revision (the cluster
+	// state cannot take its authority model).
+	StepState = "state"
 )
 
 var (
@@ -127,6 +130,18 @@ type Activator struct {
 	// revision and activations are the metrics of this Activator's role.
 	revision    *prometheus.GaugeVec
 	activations *prometheus.CounterVec
+	// onActivate, guarded by mu, runs before each swap; see OnActivate.
+	onActivate func(*evaluator.Evaluator) error
+}
+
+// OnActivate sets f to run for every new revision once it passed the smoke
+// test, just before it is swapped in (e.g. to reshape the cluster state for
+// its authority model). An error rejects the revision at StepState and the
+// previous one keeps serving.
+func (a *Activator) OnActivate(f func(*evaluator.Evaluator) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onActivate = f
 }
 
 // NewActivator returns an Activator with nothing active yet.
@@ -224,6 +239,11 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 	}
 	if _, err := ev.Decide(ctx, in); err != nil {
 		return a.fail(source, StepSmoke, err)
+	}
+	if a.onActivate != nil {
+		if err := a.onActivate(ev); err != nil {
+			return a.fail(source, StepState, err)
+		}
 	}
 	old := a.current.Swap(ev)
 	if old != nil && old.Revision() != ev.Revision() {

@@ -267,6 +267,9 @@ func (s *Server) policy(ctx context.Context, o Options) (*Reviewer, bundles.Sour
 	if s.State, err = cluster.New(ev.Model()); err != nil {
 		return nil, nil, err
 	}
+	// Later revisions reshape it (topology levels, tenant tree) before
+	// they decide.
+	act.OnActivate(func(ev *evaluator.Evaluator) error { return s.State.SetModel(ev.Model()) })
 	current := func() Decider {
 		if ev := act.Current(); ev != nil {
 			return ev
