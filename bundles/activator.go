@@ -201,11 +201,7 @@ func (a *Activator) activateFile(ctx context.Context, path, source string, persi
 	defer a.mu.Unlock()
 	p, err := Load(path, a.opts.Verify)
 	if err != nil {
-		step := StepRead
-		if errors.Is(err, ErrUnsigned) || errors.Is(err, ErrVerification) {
-			step = StepVerify
-		}
-		return a.fail(source, step, err)
+		return a.fail(source, loadStep(err), err)
 	}
 	if err := a.activate(ctx, p, source); err != nil {
 		return err
@@ -218,6 +214,15 @@ func (a *Activator) activateFile(ctx context.Context, path, source string, persi
 		}
 	}
 	return nil
+}
+
+// loadStep is the step a loading error belongs to: verify for a missing or
+// bad signature, else read.
+func loadStep(err error) string {
+	if errors.Is(err, ErrUnsigned) || errors.Is(err, ErrVerification) {
+		return StepVerify
+	}
+	return StepRead
 }
 
 // ActivatePolicy compiles, smoke-tests and activates an already loaded

@@ -196,11 +196,7 @@ func (a *Activator) ActivateDir(ctx context.Context, dir string) error {
 	defer a.mu.Unlock()
 	p, err := LoadDir(ctx, dir, a.opts.Verify)
 	if err != nil {
-		step := StepRead
-		if errors.Is(err, ErrUnsigned) || errors.Is(err, ErrVerification) {
-			step = StepVerify
-		}
-		return a.fail(dir, step, err)
+		return a.fail(dir, loadStep(err), err)
 	}
 	return a.activate(ctx, p, dir)
 }
