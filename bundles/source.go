@@ -299,6 +299,9 @@ func interval(d time.Duration) time.Duration {
 // logged and the status records it.
 func run(ctx context.Context, a *Activator, poll func(context.Context) error, delay func(int) time.Duration) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("bundles")
+	if a.opts.Shadow {
+		log = log.WithValues("shadow", true)
+	}
 	failures := 0
 	for first := true; ; first = false {
 		before := a.Status().ActivatedAt

@@ -77,7 +77,7 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.StringSlice("admin-groups", d.AdminGroups, "groups that may set, change or remove a namespace's mandate.dev/tenant label")
 	f.String("namespace", d.Namespace, "Mandate's own namespace, never governed (default: $POD_NAMESPACE)")
 	f.Duration("evaluation-timeout", d.Evaluation.Timeout, "deadline of one policy evaluation")
-	f.String("bundle", d.Bundle.Source, "policy bundle file or http(s) URL, polled and hot-swapped (instead of --policies)")
+	f.String("bundle", d.Bundle.Source, "policy bundle file, directory or http(s) URL, polled and hot-swapped (instead of --policies); serve exits at once when it cannot be read and nothing is persisted")
 	f.String("bundle-verification-key", d.Bundle.VerificationKey, "PEM public key; when set, only bundles signed with it are activated")
 	f.String("bundle-persist-dir", d.Bundle.PersistDir, "directory keeping the last good bundle for restarts without the source")
 	f.Duration("bundle-interval", d.Bundle.Interval, "how often the bundle source is polled")
