@@ -2,6 +2,9 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -107,6 +110,17 @@ func TestServerPolicyFromBundle(t *testing.T) {
 	st := s.Activator.Status()
 	assert.Equal(t, bundles.StepRead, st.LastStep, "the source's failure stays in the status")
 	assert.Contains(t, st.LastError, missing)
+
+	// StatusPath serves it.
+	rec := httptest.NewRecorder()
+	s.serveStatus(rec, httptest.NewRequest(http.MethodGet, StatusPath, nil))
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var served BundleStatus
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &served))
+	assert.Equal(t, "b1", served.Active.Revision)
+	assert.Equal(t, bundles.StepRead, served.Active.LastStep)
+	assert.Contains(t, served.Active.LastError, missing)
+	assert.Nil(t, served.Shadow)
 }
 
 // TestBundleActivationReshapesState: a later revision with other topology
