@@ -132,6 +132,10 @@ type Activator struct {
 	activations *prometheus.CounterVec
 	// onActivate, guarded by mu, runs before each swap; see OnActivate.
 	onActivate func(*evaluator.Evaluator) error
+	// down, guarded by mu, is set while the source cannot be read;
+	// beforeDown is the status from before (see sourceFailed).
+	down       bool
+	beforeDown Status
 }
 
 // OnActivate sets f to run for every new revision once it passed the smoke
@@ -183,15 +187,20 @@ func (a *Activator) LoadPersisted(ctx context.Context) error {
 		return errors.New("no persistence directory configured")
 	}
 	path := filepath.Join(a.opts.PersistDir, PersistedFile)
-	failed := a.Status()
+	a.mu.Lock()
+	failed, down, beforeDown := a.Status(), a.down, a.beforeDown
+	a.mu.Unlock()
 	if err := a.activateFile(ctx, path, path+" (persisted)", false); err != nil {
 		return err
 	}
 	if failed.LastError != "" {
 		// Serving the fallback; the source's failure stays in the status.
+		a.mu.Lock()
 		st := a.Status()
 		st.LastError, st.LastStep = failed.LastError, failed.LastStep
 		a.status.Store(&st)
+		a.down, a.beforeDown = down, beforeDown
+		a.mu.Unlock()
 	}
 	return nil
 }
@@ -256,6 +265,7 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 	}
 	a.revision.WithLabelValues(ev.Revision()).Set(1)
 	a.activations.WithLabelValues("success").Inc()
+	a.down = false
 	now := time.Now()
 	a.status.Store(&Status{Revision: ev.Revision(), ActivatedAt: now, LastAttempt: now, Source: source})
 	return nil
@@ -263,6 +273,7 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 
 func (a *Activator) fail(source, step string, err error) error {
 	a.activations.WithLabelValues(step).Inc()
+	a.down = false
 	aerr := &ActivationError{Source: source, Step: step, Err: err}
 	st := *a.status.Load()
 	st.LastAttempt, st.LastError, st.LastStep, st.Source = time.Now(), aerr.Error(), step, source
@@ -273,15 +284,31 @@ func (a *Activator) fail(source, step string, err error) error {
 // sourceFailed records, in the status and the metric, a source that could
 // not be read (unreachable server, missing file): a failure of the read
 // step. err is returned as it is.
+//
+// A poll that succeeds after such failures without activating anything
+// (the bundle did not change meanwhile) restores the status from before
+// them: the source is back, and what it holds was activated, or rejected,
+// already.
 func (a *Activator) sourceFailed(source string, err error) error {
 	var aerr *ActivationError
-	if err == nil || errors.As(err, &aerr) {
+	if errors.As(err, &aerr) {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.activations.WithLabelValues(StepRead).Inc()
 	st := *a.status.Load()
+	if err == nil {
+		if a.down {
+			st.LastAttempt, st.LastError, st.LastStep = time.Now(), a.beforeDown.LastError, a.beforeDown.LastStep
+			a.status.Store(&st)
+			a.down = false
+		}
+		return nil
+	}
+	if !a.down {
+		a.down, a.beforeDown = true, st
+	}
+	a.activations.WithLabelValues(StepRead).Inc()
 	st.LastAttempt, st.LastError, st.LastStep, st.Source = time.Now(), err.Error(), StepRead, source
 	a.status.Store(&st)
 	return err
