@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,21 +20,56 @@ import (
 )
 
 // writeBundle builds the default policies as a bundle of the given
-// revision, edited by edit (its data) when set, and writes it to a file.
-func writeBundle(t *testing.T, revision string, edit func(data map[string]any)) string {
+// revision and writes it to a file.
+func writeBundle(t *testing.T, revision string) string {
 	t.Helper()
 	b, err := bundles.Build(context.Background(), "../../policies", bundles.BuildOptions{Revision: revision})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(b.Data)
 	}
 	path := filepath.Join(t.TempDir(), revision+".tar.gz")
 	if err := bundles.WriteFile(path, b); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// candidateDir copies the default policy directory and edits its
+// authority model (data.mandate.model), as someone trying a change would.
+func candidateDir(t *testing.T, edit func(model map[string]any)) string {
+	t.Helper()
+	src, dir := "../../policies", t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if rel == filepath.Join("mandate", "model", "data.json") {
+			var model map[string]any
+			if err := json.Unmarshal(data, &model); err != nil {
+				return err
+			}
+			edit(model)
+			if data, err = json.MarshalIndent(model, "", "  "); err != nil {
+				return err
+			}
+		}
+		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("candidate policy directory: %v", err)
+	}
+	return dir
 }
 
 // metric reads one sample from a Prometheus text exposition at url;
@@ -58,23 +95,25 @@ func metric(t *testing.T, url, sample string) float64 {
 	return 0
 }
 
-// TestShadowBundleIsNeverEnforced: the active revision admits a
-// research-vision training Job; the shadow, a candidate that takes "train"
-// from research-vision's priority classes, would deny it. The API server
+// TestShadowBundleIsNeverEnforced: the active revision (a bundle file)
+// admits a research-vision training Job; the shadow, a candidate policy
+// directory that takes "train" from research-vision's priority classes,
+// would deny it. The API server
 // stores the Job as the active revision mutated it, and the shadow's
 // denial shows in Review.Shadow, in the metrics and in /bundle/status, with
 // both revisions.
 func TestShadowBundleIsNeverEnforced(t *testing.T) {
-	active := writeBundle(t, "active-r1", nil)
-	candidate := writeBundle(t, "candidate-c1", func(data map[string]any) {
-		tenants := data["mandate"].(map[string]any)["model"].(map[string]any)["tenants"].(map[string]any)
+	active := writeBundle(t, "active-r1")
+	// The candidate is a policy directory, as a policy author has it.
+	candidate := candidateDir(t, func(model map[string]any) {
+		tenants := model["tenants"].(map[string]any)
 		tenants["research-vision"].(map[string]any)["priorityClasses"] = []any{"build-preemptible"}
 	})
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s := startWith(t, func(o *webhook.Options) {
 		o.MetricsAddr = metricsAddr
 		o.Bundle = &bundles.SourceOptions{File: active, Interval: time.Hour}
-		o.Shadow = &bundles.SourceOptions{File: candidate, Interval: time.Hour}
+		o.Shadow = &bundles.SourceOptions{Dir: candidate, Interval: time.Hour}
 	})
 	s.populate(t)
 	metrics := "http://" + metricsAddr + "/metrics"
@@ -114,8 +153,9 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	if sh == nil {
 		t.Fatal("Review.Shadow is nil, want the candidate's decision")
 	}
-	if sh.Revision != "candidate-c1" || sh.Decision.Allowed {
-		t.Errorf("shadow decision: allowed %v by %q, want denied by candidate-c1", sh.Decision.Allowed, sh.Revision)
+	// A directory outside Git: its revision is its content hash.
+	if !strings.HasPrefix(sh.Revision, "sha256-") || sh.Decision.Allowed {
+		t.Errorf("shadow decision: allowed %v by %q, want denied by the candidate directory's sha256- revision", sh.Decision.Allowed, sh.Revision)
 	}
 	want := []string{"allowed: true -> false", "violations: [] -> [PRIORITY_NOT_ALLOWED]"}
 	for _, w := range want {
@@ -141,7 +181,7 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	if st.Active.Revision != "active-r1" || st.Active.Source != active || st.Active.LastError != "" {
 		t.Errorf("status of the active bundle = %+v", st.Active)
 	}
-	if st.Shadow == nil || st.Shadow.Revision != "candidate-c1" || st.Shadow.Source != candidate {
+	if st.Shadow == nil || st.Shadow.Revision != sh.Revision || st.Shadow.Source != candidate {
 		t.Errorf("status of the shadow bundle = %+v", st.Shadow)
 	}
 }
