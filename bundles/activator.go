@@ -27,6 +27,9 @@ const (
 	StepCompile = "compile"
 	StepSmoke   = "smoke"
 	StepPersist = "persist"
+	// StepState is the OnActivate hook refusing a revision (the cluster
+	// state cannot take its authority model).
+	StepState = "state"
 )
 
 var (
@@ -38,12 +41,20 @@ var (
 		Name: "mandate_bundle_activations_total",
 		Help: "Bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
 	}, []string{"result"})
+	shadowRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mandate_bundle_shadow_revision",
+		Help: "1 for the shadow (candidate) policy revision decided beside the active one, never enforced.",
+	}, []string{"revision"})
+	shadowActivations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mandate_bundle_shadow_activations_total",
+		Help: "Shadow bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
+	}, []string{"result"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(activeRevision, activations)
+	metrics.Registry.MustRegister(activeRevision, activations, shadowRevision, shadowActivations)
 	// Every result starts at 0, so rate() sees the first failure.
-	for _, r := range []string{"success", StepRead, StepVerify, StepCompile, StepSmoke, StepPersist} {
+	for _, r := range []string{"success", StepRead, StepVerify, StepCompile, StepSmoke, StepState, StepPersist} {
 		activations.WithLabelValues(r)
 	}
 }
@@ -71,6 +82,9 @@ type ActivatorOptions struct {
 	// SmokeInput is the decision every new revision must answer without an
 	// error before it is swapped in; SmokeInput() when nil.
 	SmokeInput *evaluator.Input
+	// Shadow marks the Activator of a shadow (candidate) revision: its
+	// revision and activations are reported as mandate_bundle_shadow_*.
+	Shadow bool
 }
 
 // SmokeInput is a harmless decision: a CPU-only pod in a namespace of no
@@ -93,6 +107,9 @@ type Status struct {
 	// failed (empty when it succeeded).
 	LastAttempt time.Time `json:"lastAttempt"`
 	LastError   string    `json:"lastError,omitempty"`
+	// LastStep is the step that failed (read, verify, compile, smoke,
+	// persist) when LastError is set.
+	LastStep string `json:"lastStep,omitempty"`
 	// Source names what was last tried (a path or URL).
 	Source string `json:"source,omitempty"`
 }
@@ -120,6 +137,26 @@ type Activator struct {
 
 	mu     sync.Mutex // serialises activations
 	status atomic.Pointer[Status]
+
+	// revision and activations are the metrics of this Activator's role.
+	revision    *prometheus.GaugeVec
+	activations *prometheus.CounterVec
+	// onActivate, guarded by mu, runs before each swap; see OnActivate.
+	onActivate func(*evaluator.Evaluator) error
+	// down, guarded by mu, is set while the source cannot be read;
+	// beforeDown is the status from before (see sourceFailed).
+	down       bool
+	beforeDown Status
+}
+
+// OnActivate sets f to run for every new revision once it passed the smoke
+// test, just before it is swapped in (e.g. to reshape the cluster state for
+// its authority model). An error rejects the revision at StepState and the
+// previous one keeps serving.
+func (a *Activator) OnActivate(f func(*evaluator.Evaluator) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onActivate = f
 }
 
 // NewActivator returns an Activator with nothing active yet.
@@ -132,7 +169,10 @@ func NewActivator(o ActivatorOptions) (*Activator, error) {
 			return nil, err
 		}
 	}
-	a := &Activator{opts: o}
+	a := &Activator{opts: o, revision: activeRevision, activations: activations}
+	if o.Shadow {
+		a.revision, a.activations = shadowRevision, shadowActivations
+	}
 	a.status.Store(&Status{})
 	return a, nil
 }
@@ -151,13 +191,29 @@ func (a *Activator) Activate(ctx context.Context, path string) error {
 }
 
 // LoadPersisted activates the last good bundle from PersistDir; an error
-// when there is none or it no longer activates.
+// when there is none or it no longer activates. The status keeps the
+// error of the attempt that failed before it, if any.
 func (a *Activator) LoadPersisted(ctx context.Context) error {
 	if a.opts.PersistDir == "" {
 		return errors.New("no persistence directory configured")
 	}
 	path := filepath.Join(a.opts.PersistDir, PersistedFile)
-	return a.activateFile(ctx, path, path+" (persisted)", false)
+	a.mu.Lock()
+	failed, down, beforeDown := a.Status(), a.down, a.beforeDown
+	a.mu.Unlock()
+	if err := a.activateFile(ctx, path, path+" (persisted)", false); err != nil {
+		return err
+	}
+	if failed.LastError != "" {
+		// Serving the fallback; the source's failure stays in the status.
+		a.mu.Lock()
+		st := a.Status()
+		st.LastError, st.LastStep = failed.LastError, failed.LastStep
+		a.status.Store(&st)
+		a.down, a.beforeDown = down, beforeDown
+		a.mu.Unlock()
+	}
+	return nil
 }
 
 func (a *Activator) activateFile(ctx context.Context, path, source string, persist bool) error {
@@ -165,11 +221,7 @@ func (a *Activator) activateFile(ctx context.Context, path, source string, persi
 	defer a.mu.Unlock()
 	p, err := Load(path, a.opts.Verify)
 	if err != nil {
-		step := StepRead
-		if errors.Is(err, ErrUnsigned) || errors.Is(err, ErrVerification) {
-			step = StepVerify
-		}
-		return a.fail(source, step, err)
+		return a.fail(source, loadStep(err), err)
 	}
 	if err := a.activate(ctx, p, source); err != nil {
 		return err
@@ -177,11 +229,20 @@ func (a *Activator) activateFile(ctx context.Context, path, source string, persi
 	if persist {
 		if err := a.persist(path); err != nil {
 			// The bundle serves; only its copy failed.
-			activations.WithLabelValues(StepPersist).Inc()
+			a.activations.WithLabelValues(StepPersist).Inc()
 			return &ActivationError{Source: source, Step: StepPersist, Err: err}
 		}
 	}
 	return nil
+}
+
+// loadStep is the step a loading error belongs to: verify for a missing or
+// bad signature, else read.
+func loadStep(err error) string {
+	if errors.Is(err, ErrUnsigned) || errors.Is(err, ErrVerification) {
+		return StepVerify
+	}
+	return StepRead
 }
 
 // ActivatePolicy compiles, smoke-tests and activates an already loaded
@@ -204,24 +265,64 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 	if _, err := ev.Decide(ctx, in); err != nil {
 		return a.fail(source, StepSmoke, err)
 	}
+	if a.onActivate != nil {
+		if err := a.onActivate(ev); err != nil {
+			return a.fail(source, StepState, err)
+		}
+	}
 	old := a.current.Swap(ev)
 	if old != nil && old.Revision() != ev.Revision() {
-		activeRevision.DeleteLabelValues(old.Revision())
+		a.revision.DeleteLabelValues(old.Revision())
 	}
-	activeRevision.WithLabelValues(ev.Revision()).Set(1)
-	activations.WithLabelValues("success").Inc()
+	a.revision.WithLabelValues(ev.Revision()).Set(1)
+	a.activations.WithLabelValues("success").Inc()
+	a.down = false
 	now := time.Now()
 	a.status.Store(&Status{Revision: ev.Revision(), ActivatedAt: now, LastAttempt: now, Source: source})
 	return nil
 }
 
 func (a *Activator) fail(source, step string, err error) error {
-	activations.WithLabelValues(step).Inc()
+	a.activations.WithLabelValues(step).Inc()
+	a.down = false
 	aerr := &ActivationError{Source: source, Step: step, Err: err}
 	st := *a.status.Load()
-	st.LastAttempt, st.LastError, st.Source = time.Now(), aerr.Error(), source
+	st.LastAttempt, st.LastError, st.LastStep, st.Source = time.Now(), aerr.Error(), step, source
 	a.status.Store(&st)
 	return aerr
+}
+
+// sourceFailed records, in the status and the metric, a source that could
+// not be read (unreachable server, missing file): a failure of the read
+// step. err is returned as it is.
+//
+// A poll that succeeds after such failures without activating anything
+// (the bundle did not change meanwhile) restores the status from before
+// them: the source is back, and what it holds was activated, or rejected,
+// already.
+func (a *Activator) sourceFailed(source string, err error) error {
+	var aerr *ActivationError
+	if errors.As(err, &aerr) {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := *a.status.Load()
+	if err == nil {
+		if a.down {
+			st.LastAttempt, st.LastError, st.LastStep = time.Now(), a.beforeDown.LastError, a.beforeDown.LastStep
+			a.status.Store(&st)
+			a.down = false
+		}
+		return nil
+	}
+	if !a.down {
+		a.down, a.beforeDown = true, st
+	}
+	a.activations.WithLabelValues(StepRead).Inc()
+	st.LastAttempt, st.LastError, st.LastStep, st.Source = time.Now(), err.Error(), StepRead, source
+	a.status.Store(&st)
+	return err
 }
 
 // persist copies the bundle at path into PersistDir, renamed into place.

@@ -84,13 +84,23 @@ func Build(ctx context.Context, dir string, opts BuildOptions) (*bundle.Bundle, 
 		Metadata:    metadata,
 	}
 
+	out, err := reread(&b)
+	if err != nil {
+		return nil, fmt.Errorf("unable to build bundle from %q: %w", dir, err)
+	}
+	return out, nil
+}
+
+// reread serializes b and reads it back with OPA's bundle reader, which
+// checks its contents against its manifest's roots.
+func reread(b *bundle.Bundle) (*bundle.Bundle, error) {
 	var buf bytes.Buffer
-	if err := Write(&buf, &b); err != nil {
+	if err := Write(&buf, b); err != nil {
 		return nil, err
 	}
 	out, err := newReader(buf.Bytes()).WithSkipBundleVerification(true).Read()
 	if err != nil {
-		return nil, fmt.Errorf("unable to build bundle from %q: %w", dir, err)
+		return nil, err
 	}
 	return &out, nil
 }

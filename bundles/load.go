@@ -29,6 +29,12 @@ func Load(path string, verify *VerifyOptions) (*evaluator.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	return policyOf(path, b)
+}
+
+// policyOf is the evaluator.Policy of a bundle read from path, whose
+// manifest must suit Mandate.
+func policyOf(path string, b *bundle.Bundle) (*evaluator.Policy, error) {
 	if err := checkManifest(b.Manifest); err != nil {
 		return nil, fmt.Errorf("unable to load bundle %q: %w: %w", path, ErrInvalidBundle, err)
 	}

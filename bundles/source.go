@@ -31,11 +31,14 @@ type Source interface {
 }
 
 // SourceOptions configure where `mandate serve` takes its bundles from and
-// how they are activated. Exactly one of File and URL is set.
+// how they are activated. Exactly one of File, Dir and URL is set.
 type SourceOptions struct {
 	// File is a bundle file, re-read when its modification time or size
 	// changes.
 	File string
+	// Dir is a bundle directory (LoadDir), re-read when a file in it
+	// changes.
+	Dir string
 	// URL is a bundle served over HTTP(S), polled with If-None-Match.
 	URL string
 	// Interval between polls; DefaultPollInterval when zero.
@@ -56,10 +59,13 @@ type SourceOptions struct {
 }
 
 // SourceFor is the SourceOptions of a --bundle value: an http:// or
-// https:// URL, else a file path.
+// https:// URL, else a directory when ref is one, else a file path.
 func SourceFor(ref string) SourceOptions {
 	if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
 		return SourceOptions{URL: ref}
+	}
+	if info, err := os.Stat(ref); err == nil && info.IsDir() {
+		return SourceOptions{Dir: ref}
 	}
 	return SourceOptions{File: ref}
 }
@@ -70,11 +76,19 @@ func NewSource(o SourceOptions) (*Activator, Source, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	set := 0
+	for _, ref := range []string{o.File, o.Dir, o.URL} {
+		if ref != "" {
+			set++
+		}
+	}
 	switch {
-	case o.File != "" && o.URL != "":
-		return nil, nil, errors.New("a bundle source is a file or a URL, not both")
+	case set > 1:
+		return nil, nil, errors.New("a bundle source is one file, directory or URL, not several")
 	case o.File != "":
 		return a, &FileSource{Path: o.File, Interval: o.Interval, Activator: a}, nil
+	case o.Dir != "":
+		return a, &DirSource{Path: o.Dir, Interval: o.Interval, Activator: a}, nil
 	case o.URL != "":
 		s := &HTTPSource{URL: o.URL, Interval: o.Interval, MaxBackoff: o.MaxBackoff, Timeout: o.Timeout,
 			BearerToken: o.BearerToken, BearerTokenFile: o.BearerTokenFile, CAFile: o.CAFile, Activator: a}
@@ -83,7 +97,7 @@ func NewSource(o SourceOptions) (*Activator, Source, error) {
 		}
 		return a, s, nil
 	}
-	return nil, nil, errors.New("no bundle source: set a bundle file or URL")
+	return nil, nil, errors.New("no bundle source: set a bundle file, directory or URL")
 }
 
 // FileSource activates a bundle file and re-activates it whenever its
@@ -102,6 +116,10 @@ type FileSource struct {
 // Poll activates the file if it changed since the last poll. A file that
 // fails to activate is not retried until it changes again.
 func (s *FileSource) Poll(ctx context.Context) error {
+	return s.Activator.sourceFailed(s.Path, s.poll(ctx))
+}
+
+func (s *FileSource) poll(ctx context.Context) error {
 	info, err := os.Stat(s.Path)
 	if err != nil {
 		return fmt.Errorf("unable to read bundle %q: %w", s.Path, err)
@@ -167,6 +185,10 @@ func (s *HTTPSource) client() (*http.Client, error) {
 // ETag of a fetched bundle is remembered whether or not it activates, so a
 // rejected bundle is not downloaded again until the server's changes.
 func (s *HTTPSource) Poll(ctx context.Context) error {
+	return s.Activator.sourceFailed(s.URL, s.poll(ctx))
+}
+
+func (s *HTTPSource) poll(ctx context.Context) error {
 	c, err := s.client()
 	if err != nil {
 		return err
@@ -277,6 +299,9 @@ func interval(d time.Duration) time.Duration {
 // logged and the status records it.
 func run(ctx context.Context, a *Activator, poll func(context.Context) error, delay func(int) time.Duration) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("bundles")
+	if a.opts.Shadow {
+		log = log.WithValues("shadow", true)
+	}
 	failures := 0
 	for first := true; ; first = false {
 		before := a.Status().ActivatedAt

@@ -158,11 +158,59 @@ func TestNewSource(t *testing.T) {
 	_, _, err := bundles.NewSource(bundles.SourceOptions{})
 	require.ErrorContains(t, err, "no bundle source")
 	_, _, err = bundles.NewSource(bundles.SourceOptions{File: "a", URL: "http://127.0.0.1/b"})
-	require.ErrorContains(t, err, "not both")
+	require.ErrorContains(t, err, "not several")
 	_, _, err = bundles.NewSource(bundles.SourceOptions{URL: "https://127.0.0.1/b", CAFile: filepath.Join(t.TempDir(), "missing.pem")})
 	require.ErrorContains(t, err, "CA")
 	a, s, err := bundles.NewSource(bundles.SourceOptions{File: "x"})
 	require.NoError(t, err)
 	assert.NotNil(t, a)
 	assert.IsType(t, &bundles.FileSource{}, s)
+}
+
+// TestStatusRecoversWithTheSource: a source that fails is in the status
+// (step read) until it answers again; a rejection stays there until a
+// bundle activates.
+func TestStatusRecoversWithTheSource(t *testing.T) {
+	ctx := context.Background()
+	srv := &bundleServer{}
+	srv.set(t, "r1")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	a := newActivator(t, bundles.ActivatorOptions{})
+	s := &bundles.HTTPSource{URL: ts.URL, Activator: a}
+	require.NoError(t, s.Poll(ctx))
+
+	srv.mu.Lock()
+	srv.fail = true
+	srv.mu.Unlock()
+	require.Error(t, s.Poll(ctx))
+	require.Error(t, s.Poll(ctx))
+	st := a.Status()
+	assert.Equal(t, bundles.StepRead, st.LastStep)
+	assert.Contains(t, st.LastError, "503")
+	assert.Equal(t, "r1", st.Revision)
+
+	srv.mu.Lock()
+	srv.fail = false
+	srv.mu.Unlock()
+	require.NoError(t, s.Poll(ctx), "304: unchanged")
+	st = a.Status()
+	assert.Empty(t, st.LastError, "the source answers again")
+	assert.Empty(t, st.LastStep)
+
+	// A rejected file, gone for a while, back unchanged: still rejected.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.tar.gz")
+	require.NoError(t, os.WriteFile(path, []byte("not a bundle"), 0o644))
+	fs := &bundles.FileSource{Path: path, Activator: a}
+	require.Error(t, fs.Poll(ctx))
+	rejected := a.Status().LastError
+	require.Contains(t, rejected, "rejected at read")
+	require.NoError(t, os.Rename(path, path+".away"))
+	require.Error(t, fs.Poll(ctx))
+	assert.Contains(t, a.Status().LastError, "no such file")
+	require.NoError(t, os.Rename(path+".away", path))
+	require.NoError(t, fs.Poll(ctx))
+	assert.Equal(t, rejected, a.Status().LastError)
+	assert.Equal(t, "r1", a.Current().Revision())
 }

@@ -7,6 +7,8 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +20,19 @@ import (
 
 // State is safe for concurrent use: informer events write, admissions read.
 type State struct {
-	topo   *topology.Model
-	ledger *ledger.Ledger
+	// shape guards topo (the pointer) and nodes against SetModel: events
+	// and reads hold it shared, a reshape exclusively.
+	shape sync.RWMutex
+	topo  *topology.Model
+	// nodes are the nodes as last seen (the informers' own objects, never
+	// changed), to rebuild the topology model for new levels; nodesMu
+	// guards the map.
+	nodesMu sync.Mutex
+	nodes   map[string]*corev1.Node
+	ledger  *ledger.Ledger
+	// levels and ledgerCfg are what the state is shaped by now.
+	levels    []topology.Level
+	ledgerCfg ledger.Config
 
 	mu         sync.RWMutex
 	namespaces map[string]map[string]string
@@ -32,27 +45,80 @@ func New(m evaluator.Model) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to build the cluster model: %w", err)
 	}
+	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses()}
 	return &State{
 		topo:       topo,
-		ledger:     ledger.New(ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses()}),
+		nodes:      map[string]*corev1.Node{},
+		ledger:     ledger.New(cfg),
+		levels:     slices.Clone(m.Topology.Levels),
+		ledgerCfg:  cfg,
 		namespaces: map[string]map[string]string{},
 	}, nil
 }
 
-// UpsertNode records a node's capacity and topology labels.
-func (s *State) UpsertNode(n *corev1.Node) { s.topo.UpsertNode(n) }
+// SetModel reshapes the state for a new authority model: the topology
+// model is rebuilt for its levels (when they changed) from the nodes and
+// pods known, and the ledger recounts every pod and reservation under its
+// tenant tree and tiers. Events wait meanwhile; nothing is lost. On an
+// error (levels the topology model refuses) the state is left as it was.
+func (s *State) SetModel(m evaluator.Model) error {
+	s.shape.Lock()
+	defer s.shape.Unlock()
+	if !slices.Equal(s.levels, m.Topology.Levels) {
+		s.nodesMu.Lock()
+		nodes := make([]*corev1.Node, 0, len(s.nodes))
+		for _, n := range s.nodes {
+			nodes = append(nodes, n)
+		}
+		s.nodesMu.Unlock()
+		topo, err := s.topo.Reconfigure(topology.Config{Levels: m.Topology.Levels}, nodes)
+		if err != nil {
+			return fmt.Errorf("unable to rebuild the cluster model: %w", err)
+		}
+		s.topo, s.levels = topo, slices.Clone(m.Topology.Levels)
+	}
+	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses()}
+	if !maps.Equal(s.ledgerCfg.Parents, cfg.Parents) || !maps.Equal(s.ledgerCfg.PreemptibleClasses, cfg.PreemptibleClasses) {
+		s.ledger.SetConfig(cfg)
+		s.ledgerCfg = cfg
+	}
+	return nil
+}
+
+// UpsertNode records a node's capacity and topology labels. The node is
+// kept, not copied: it must not change afterwards (informers' objects
+// never do).
+func (s *State) UpsertNode(n *corev1.Node) {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	s.nodesMu.Lock()
+	s.nodes[n.Name] = n
+	s.topo.UpsertNode(n)
+	s.nodesMu.Unlock()
+}
 
 // DeleteNode forgets a node.
-func (s *State) DeleteNode(name string) { s.topo.DeleteNode(name) }
+func (s *State) DeleteNode(name string) {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	s.nodesMu.Lock()
+	delete(s.nodes, name)
+	s.topo.DeleteNode(name)
+	s.nodesMu.Unlock()
+}
 
 // UpsertPod counts a pod against its node and its tenant.
 func (s *State) UpsertPod(p *corev1.Pod) {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
 	s.topo.UpsertPod(p)
 	s.ledger.UpsertPod(p)
 }
 
 // DeletePod stops counting a pod.
 func (s *State) DeletePod(namespace, name string) {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
 	s.topo.DeletePod(namespace, name)
 	s.ledger.DeletePod(namespace, name)
 }
@@ -86,7 +152,11 @@ func (s *State) Namespace(name string) evaluator.Namespace {
 }
 
 // Snapshot is the current topology snapshot, immutable.
-func (s *State) Snapshot() *topology.Snapshot { return s.topo.Snapshot() }
+func (s *State) Snapshot() *topology.Snapshot {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	return s.topo.Snapshot()
+}
 
 // Usage is the rolled-up GPU usage of a tenant and its ancestors.
 func (s *State) Usage(tenant string) map[string]map[string]ledger.Usage {

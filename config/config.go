@@ -61,7 +61,7 @@ func (d DecisionLog) Options() decisionlog.Options {
 
 // Bundle configures the policy bundle source.
 type Bundle struct {
-	// Source is a bundle file or an http(s) URL.
+	// Source is a bundle file or directory, or an http(s) URL.
 	Source string `json:"source" yaml:"source" mapstructure:"source"`
 	// VerificationKey is a PEM public key; when set, only bundles signed
 	// with it are activated.
@@ -71,6 +71,20 @@ type Bundle struct {
 	PersistDir string `json:"persistDir" yaml:"persistDir" mapstructure:"persistDir"`
 	// Interval between polls of the source.
 	Interval time.Duration `json:"interval" yaml:"interval" mapstructure:"interval"`
+	// RequireSignature refuses every unsigned bundle; it needs
+	// VerificationKey.
+	RequireSignature bool `json:"requireSignature" yaml:"requireSignature" mapstructure:"requireSignature"`
+	// Shadow is a candidate bundle decided beside the active policy on live
+	// traffic and never enforced.
+	Shadow ShadowBundle `json:"shadow" yaml:"shadow" mapstructure:"shadow"`
+}
+
+// ShadowBundle configures the shadow (candidate) bundle; it is verified
+// like the active one (VerificationKey, RequireSignature) and polled as
+// often (Interval).
+type ShadowBundle struct {
+	// Source is a bundle file or directory, or an http(s) URL.
+	Source string `json:"source" yaml:"source" mapstructure:"source"`
 }
 
 // DefaultBundleInterval is how often the bundle source is polled.

@@ -137,6 +137,8 @@ evaluation:
 			}},
 		{name: "POD_NAMESPACE", env: map[string]string{"POD_NAMESPACE": "mandate-system"}, want: func(s *config.Serve) { s.Namespace = "mandate-system" }},
 		{name: "MANDATE_NAMESPACE over POD_NAMESPACE", env: map[string]string{"POD_NAMESPACE": "p", "MANDATE_NAMESPACE": "m"}, want: func(s *config.Serve) { s.Namespace = "m" }},
+		{name: "shadow bundle from env", env: map[string]string{"MANDATE_BUNDLE_SHADOW_SOURCE": "https://b.example/candidate.tar.gz"},
+			want: func(s *config.Serve) { s.Bundle.Shadow.Source = "https://b.example/candidate.tar.gz" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := config.Default()
@@ -168,6 +170,9 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{name: "env port not an integer", env: map[string]string{"MANDATE_WEBHOOK_PORT": "x"}, wantErr: []string{`webhook.port: "x" is not an integer`}},
 		{name: "env port zero", env: map[string]string{"MANDATE_WEBHOOK_PORT": "0"}, wantErr: []string{"webhook.port: 0 is not a port"}},
 		{name: "file port out of range", file: "webhook:\n  port: 70000\n", wantErr: []string{"webhook.port: 70000 is not a port (1-65535)"}},
+		{name: "requireSignature not a boolean", file: "bundle:\n  source: b.tar.gz\n  requireSignature: sure\n", wantErr: []string{`bundle.requireSignature: "sure" is not a boolean`}},
+		{name: "env requireSignature without a key", env: map[string]string{"MANDATE_BUNDLE_SOURCE": "b.tar.gz", "MANDATE_BUNDLE_REQUIRE_SIGNATURE": "true"},
+			wantErr: []string{"bundle.requireSignature: is true but bundle.verificationKey is not set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.file, tc.env)
@@ -195,6 +200,10 @@ func TestKeysCoverServe(t *testing.T) {
 
 func TestBundleValidation(t *testing.T) {
 	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(key, []byte("-----BEGIN PUBLIC KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		bundle  config.Bundle
@@ -210,6 +219,12 @@ func TestBundleValidation(t *testing.T) {
 		{"missing key file", config.Bundle{Source: "b.tar.gz", VerificationKey: "nope.pem", Interval: time.Minute}, "", "bundle.verificationKey"},
 		{"persist dir not a directory", config.Bundle{Source: "b.tar.gz", PersistDir: "nope", Interval: time.Minute}, "", "bundle.persistDir"},
 		{"interval too short", config.Bundle{Source: "b.tar.gz", Interval: time.Millisecond}, "", "bundle.interval"},
+		{"signature required without a key", config.Bundle{Source: "b.tar.gz", RequireSignature: true, Interval: time.Minute}, "", "bundle.requireSignature"},
+		{"signature required with a key", config.Bundle{Source: "b.tar.gz", RequireSignature: true, VerificationKey: key, Interval: time.Minute}, "", ""},
+		{"shadow beside a bundle", config.Bundle{Source: "b.tar.gz", Shadow: config.ShadowBundle{Source: "https://b.example/c.tar.gz"}, Interval: time.Minute}, "", ""},
+		{"shadow beside the policies", config.Bundle{Shadow: config.ShadowBundle{Source: "candidate/"}, VerificationKey: key, Interval: time.Minute}, dir, ""},
+		{"shadow of another scheme", config.Bundle{Source: "b.tar.gz", Shadow: config.ShadowBundle{Source: "s3://b/c.tar.gz"}, Interval: time.Minute}, "", "bundle.shadow.source"},
+		{"shadow URL without host", config.Bundle{Shadow: config.ShadowBundle{Source: "http://"}, Interval: time.Minute}, "", "bundle.shadow.source"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Default()

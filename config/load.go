@@ -33,6 +33,9 @@ func Bind(v *viper.Viper) error {
 		"bundle.verificationKey": d.Bundle.VerificationKey,
 		"bundle.persistDir":      d.Bundle.PersistDir,
 		"bundle.interval":        d.Bundle.Interval,
+
+		"bundle.requireSignature": d.Bundle.RequireSignature,
+		"bundle.shadow.source":    d.Bundle.Shadow.Source,
 	}
 	defaults["decisionLog.enabled"] = d.DecisionLog.Enabled
 	defaults["decisionLog.sampleRate"] = d.DecisionLog.SampleRate

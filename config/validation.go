@@ -79,21 +79,24 @@ func (s Serve) Validate() error {
 // source, which a bundle excludes.
 func (b Bundle) validate(policies string) []error {
 	var errs []error
+	if b.RequireSignature && b.VerificationKey == "" {
+		errs = append(errs, fieldErr("bundle.requireSignature", "is true but bundle.verificationKey is not set (a PEM public key file to verify signatures with)"))
+	}
+	if b.Shadow.Source != "" {
+		errs = append(errs, validateSource("bundle.shadow.source", b.Shadow.Source)...)
+	}
 	if b.Source == "" {
-		if b.VerificationKey != "" || b.PersistDir != "" {
-			errs = append(errs, fieldErr("bundle.source", "is empty but other bundle.* keys are set (a bundle file or an http(s) URL)"))
+		if (b.VerificationKey != "" && b.Shadow.Source == "") || b.PersistDir != "" {
+			errs = append(errs, fieldErr("bundle.source", "is empty but other bundle.* keys are set (a bundle file or directory, or an http(s) URL)"))
 		}
-		return errs
-	}
-	if policies != "" {
-		errs = append(errs, fieldErr("bundle.source", "and policies are both set: take the policy from one of them"))
-	}
-	if u, err := url.Parse(b.Source); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-		if u.Host == "" {
-			errs = append(errs, fieldErr("bundle.source", "%q has no host (a bundle file or an http(s) URL)", b.Source))
+		if b.Shadow.Source == "" {
+			return errs
 		}
-	} else if strings.Contains(b.Source, "://") {
-		errs = append(errs, fieldErr("bundle.source", "%q: only http and https URLs are supported (or a bundle file)", b.Source))
+	} else {
+		if policies != "" {
+			errs = append(errs, fieldErr("bundle.source", "and policies are both set: take the policy from one of them"))
+		}
+		errs = append(errs, validateSource("bundle.source", b.Source)...)
 	}
 	if b.VerificationKey != "" {
 		if _, err := os.Stat(b.VerificationKey); err != nil {
@@ -109,6 +112,20 @@ func (b Bundle) validate(policies string) []error {
 		errs = append(errs, fieldErr("bundle.interval", "%s is out of range (1s-1h)", b.Interval))
 	}
 	return errs
+}
+
+// validateSource checks a bundle source: an http(s) URL with a host, or
+// anything else taken as a path (read at startup, so a missing one fails
+// there with the key named).
+func validateSource(key, source string) []error {
+	if u, err := url.Parse(source); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if u.Host == "" {
+			return []error{fieldErr(key, "%q has no host (a bundle file or directory, or an http(s) URL)", source)}
+		}
+	} else if strings.Contains(source, "://") {
+		return []error{fieldErr(key, "%q: only http and https URLs are supported (or a bundle file or directory)", source)}
+	}
+	return nil
 }
 
 // validateCertDir checks that dir holds readable tls.crt and tls.key.

@@ -257,3 +257,25 @@ func (m *Model) changed() {
 	m.gen++
 	m.snap = nil
 }
+
+// Reconfigure returns a new Model for cfg (new levels: a new authority
+// model) holding the given nodes and every pod m holds. m is left as it
+// is; the caller swaps the two while no event can reach m.
+func (m *Model) Reconfigure(cfg Config, nodes []*corev1.Node) (*Model, error) {
+	next, err := NewModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	pods := maps.Clone(m.pods)
+	m.mu.Unlock()
+	for _, n := range nodes {
+		next.UpsertNode(n)
+	}
+	next.mu.Lock()
+	defer next.mu.Unlock()
+	for key, st := range pods {
+		next.setPod(key, st)
+	}
+	return next, nil
+}

@@ -39,6 +39,12 @@ type Reviewer struct {
 	// one revision however often it is swapped; nil when none is active.
 	Source func() Decider
 	State  *cluster.State
+	// Shadow, when set, is asked once per Review for a candidate
+	// revision's Decider (nil when none is active). It decides the same
+	// input as the active revision, after it and outside the tenant tree's
+	// lock; its decision is only compared and reported (Review.Shadow,
+	// metrics), never enforced, and its errors never fail a review.
+	Shadow func() Decider
 	// Explain adds per-dimension explanations to every decision (for
 	// people, e.g. mandate eval); admissions leave it off.
 	Explain bool
@@ -69,15 +75,29 @@ type Shadow struct {
 }
 
 // Review normalises, decides and, when admitted, mutates a copy of obj. A
-// namespace-less object is taken to be in "default".
+// namespace-less object is taken to be in "default". With a shadow
+// revision active, Review.Shadow says what it would have decided.
 func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Review, error) {
+	out, in, err := r.review(ctx, obj, req)
+	if r.Shadow == nil || err != nil {
+		return out, err
+	}
+	if shadow := r.Shadow(); shadow != nil {
+		out.Shadow = decideShadow(ctx, shadow, in, out.Decision)
+	}
+	return out, nil
+}
+
+// review decides with the active revision and returns the input it
+// decided, so that a shadow revision sees exactly the same.
+func (r *Reviewer) review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Review, evaluator.Input, error) {
 	// Decided as submitted: without the keys an earlier decision of Mandate
 	// wrote (the API server reinvokes /mutate when an in-tree plugin changes
 	// the object Mandate mutated, e.g. Priority setting spec.priority).
 	submitted := scheduler.WithoutOwnMarks(obj)
 	w, err := workload.Normalize(submitted)
 	if err != nil {
-		return Review{}, err
+		return Review{}, evaluator.Input{}, err
 	}
 	if w.Namespace == "" {
 		w.Namespace = "default"
@@ -99,9 +119,9 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 		decider = r.Source()
 	}
 	if decider == nil {
-		return Review{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
+		return Review{}, evaluator.Input{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
 	}
-	d, err := decider.Decide(ctx, evaluator.Input{
+	in := evaluator.Input{
 		Request:   req,
 		Namespace: ns,
 		Workload:  w,
@@ -109,18 +129,19 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 		Object:    submitted.Object,
 		Cluster:   r.State.Snapshot(),
 		Explain:   r.Explain,
-	})
+	}
+	d, err := decider.Decide(ctx, in)
 	if err != nil {
-		return Review{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+		return Review{}, in, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
 	out := Review{Workload: w, Decision: d}
 	if !d.Allowed {
-		return out, nil
+		return out, in, nil
 	}
 	r.reserve(w, d, req.DryRun)
 	mutated, err := scheduler.Render(obj, w, d.Directives)
 	if err != nil {
-		return Review{}, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+		return Review{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
 	if d.Revision != "" {
 		// After the adapter, so its output (and golden files) stay as they are.
@@ -132,10 +153,10 @@ func (r *Reviewer) Review(ctx context.Context, obj *unstructured.Unstructured, r
 		mutated.SetAnnotations(annotations)
 	}
 	if out.Patch, err = scheduler.Patch(obj, mutated); err != nil {
-		return Review{}, err
+		return Review{}, in, err
 	}
 	out.Mutated = mutated
-	return out, nil
+	return out, in, nil
 }
 
 // reserve counts an admitted workload's GPUs until the informers see its

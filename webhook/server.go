@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -56,12 +55,18 @@ type Options struct {
 	// Policy decides; the embedded default authority model when nil.
 	// Ignored when Bundle is set.
 	Policy *evaluator.Policy
-	// Bundle, when set, takes the policy from a bundle file or server
-	// instead: activated before the manager starts when the source answers
-	// (else from the persisted last good bundle), then polled, each new
-	// revision swapped in atomically. Readiness waits for a first
-	// activation.
+	// Bundle, when set, takes the policy from a bundle file, directory or
+	// server instead: activated before the manager starts when the source
+	// answers (else from the persisted last good bundle; New fails with a
+	// SourceError when neither activates), then polled, each new revision
+	// swapped in atomically.
 	Bundle *bundles.SourceOptions
+	// Shadow, when set, is a candidate bundle decided beside the active
+	// policy on every admission and never enforced: its differences are
+	// counted (mandate_shadow_*) and reported in Review.Shadow. It is
+	// activated and polled like Bundle; New fails with a SourceError when
+	// it does not activate at startup.
+	Shadow *bundles.SourceOptions
 	// AdminGroups may change namespaces' tenant; DefaultAdminGroups when empty.
 	AdminGroups []string
 	// Namespace is Mandate's own namespace, never governed.
@@ -144,6 +149,9 @@ type Server struct {
 	State     *cluster.State
 	Handlers  Handlers
 
+	// Shadow holds the shadow revision; nil without Options.Shadow.
+	Shadow *bundles.Activator
+
 	policyLoaded atomic.Bool
 	cacheSynced  atomic.Bool
 }
@@ -160,6 +168,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	shadowSource, err := s.shadow(ctx, o, reviewer)
+	if err != nil {
+		return nil, err
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -169,7 +181,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Scheme:                 scheme,
 		Logger:                 log,
 		HealthProbeBindAddress: o.HealthAddr,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                s.metricsOptions(o),
 		WebhookServer:          crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),
 	})
 	if err != nil {
@@ -202,6 +214,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if source != nil {
 		if err := s.Manager.Add(manager.RunnableFunc(source.Run)); err != nil {
 			return nil, fmt.Errorf("unable to add the bundle source: %w", err)
+		}
+	}
+	if shadowSource != nil {
+		if err := s.Manager.Add(manager.RunnableFunc(shadowSource.Run)); err != nil {
+			return nil, fmt.Errorf("unable to add the shadow bundle source: %w", err)
 		}
 	}
 	if err := s.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -249,32 +266,20 @@ func (s *Server) policy(ctx context.Context, o Options) (*Reviewer, bundles.Sour
 		return nil, nil, err
 	}
 	s.Activator = act
-	if err := src.Poll(ctx); err != nil {
-		log.Error(err, "unable to activate the bundle at startup")
-	}
-	if act.Current() == nil && o.Bundle.Activator.PersistDir != "" {
-		if err := act.LoadPersisted(ctx); err != nil {
-			log.Error(err, "unable to activate the persisted bundle")
-		}
+	if err := firstActivation(ctx, act, src, bundle.Activator.PersistDir, false); err != nil {
+		return nil, nil, err
 	}
 	// The cluster state is shaped by the authority model of the first
-	// revision (the embedded one until a bundle activates).
-	model := o.Policy
-	if ev := act.Current(); ev != nil {
-		s.Evaluator = ev
-		log.Info("policy bundle activated", "revision", ev.Revision())
-		if s.State, err = cluster.New(ev.Model()); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		ev, err := evaluator.New(ctx, model, o.Evaluation)
-		if err != nil {
-			return nil, nil, err
-		}
-		if s.State, err = cluster.New(ev.Model()); err != nil {
-			return nil, nil, err
-		}
+	// revision.
+	ev := act.Current()
+	s.Evaluator = ev
+	log.Info("policy bundle activated", "revision", ev.Revision())
+	if s.State, err = cluster.New(ev.Model()); err != nil {
+		return nil, nil, err
 	}
+	// Later revisions reshape it (topology levels, tenant tree) before
+	// they decide.
+	act.OnActivate(func(ev *evaluator.Evaluator) error { return s.State.SetModel(ev.Model()) })
 	current := func() Decider {
 		if ev := act.Current(); ev != nil {
 			return ev

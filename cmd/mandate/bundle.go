@@ -29,7 +29,8 @@ roots, rego_version, metadata) and, once signed, OPA's .signatures.json.
 Flags are named as OPA's own CLI names them, and every bundle is one that
 opa run, opa inspect and opa build --verification-key read as well.`,
 	}
-	cmd.AddCommand(newBundleBuildCommand(), newBundleSignCommand(), newBundleVerifyCommand(), newBundleInspectCommand())
+	cmd.AddCommand(newBundleBuildCommand(), newBundleSignCommand(), newBundleVerifyCommand(), newBundleInspectCommand(),
+		newBundleStatusCommand())
 	return cmd
 }
 

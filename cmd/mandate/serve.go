@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -41,6 +42,9 @@ var serveFlags = map[string]string{
 	"bundle-verification-key": "bundle.verificationKey",
 	"bundle-persist-dir":      "bundle.persistDir",
 	"bundle-interval":         "bundle.interval",
+
+	"bundle-require-signature": "bundle.requireSignature",
+	"shadow-bundle":            "bundle.shadow.source",
 }
 
 // The decision log's flags (docs/observability.md).
@@ -81,13 +85,15 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.StringSlice("admin-groups", d.AdminGroups, "groups that may set, change or remove a namespace's mandate.dev/tenant label")
 	f.String("namespace", d.Namespace, "Mandate's own namespace, never governed (default: $POD_NAMESPACE)")
 	f.Duration("evaluation-timeout", d.Evaluation.Timeout, "deadline of one policy evaluation")
-	f.String("bundle", d.Bundle.Source, "policy bundle file or http(s) URL, polled and hot-swapped (instead of --policies)")
+	f.String("bundle", d.Bundle.Source, "policy bundle file, directory or http(s) URL, polled and hot-swapped (instead of --policies); serve exits at once when it cannot be read and nothing is persisted")
 	f.String("bundle-verification-key", d.Bundle.VerificationKey, "PEM public key; when set, only bundles signed with it are activated")
 	f.String("bundle-persist-dir", d.Bundle.PersistDir, "directory keeping the last good bundle for restarts without the source")
 	f.Duration("bundle-interval", d.Bundle.Interval, "how often the bundle source is polled")
 	f.Bool("decision-log", d.DecisionLog.Enabled, "write one JSON decision line per decision to stderr (\"logger\":\"decision\")")
 	f.Float64("decision-log-sample-rate", d.DecisionLog.SampleRate, "fraction (0-1) of clean allowed decisions logged; denials, errors, warned or dry-run violations and shadow differences always are")
 	f.Bool("decision-log-include-object", d.DecisionLog.IncludeObject, "add the submitted object to decision lines, with env values, args, commands and annotation values redacted")
+	f.Bool("bundle-require-signature", d.Bundle.RequireSignature, "refuse every unsigned bundle (needs --bundle-verification-key)")
+	f.String("shadow-bundle", d.Bundle.Shadow.Source, "candidate bundle file, directory or http(s) URL decided beside the active policy and never enforced; differences are counted and logged")
 	return cmd
 }
 
@@ -148,24 +154,51 @@ func runServe(ctx context.Context, c config.Serve) error {
 	}
 	o.DecisionLog = decisions
 	if c.Bundle.Source != "" {
-		src := bundles.SourceFor(c.Bundle.Source)
-		src.Interval = c.Bundle.Interval
+		src := bundleSource(c.Bundle.Source, c.Bundle)
 		src.Activator.PersistDir = c.Bundle.PersistDir
-		if c.Bundle.VerificationKey != "" {
-			src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.Bundle.VerificationKey}
-		}
 		o.Bundle = &src
 	} else if o.Policy, err = loadPolicy(c.Policies); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("policies: %w", err)}
 	}
+	if c.Bundle.Shadow.Source != "" {
+		// Never persisted: a restart without it serves no shadow rather
+		// than an old one.
+		shadow := bundleSource(c.Bundle.Shadow.Source, c.Bundle)
+		o.Shadow = &shadow
+	}
 	srv, err := webhook.New(ctx, o)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("unable to set up the webhook server: %w", err)}
+		return &exitError{code: 1, err: setupError(err)}
 	}
 	if err := srv.Start(ctx); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	return nil
+}
+
+// bundleSource is how a bundle source (the active one or the shadow) is
+// read and verified.
+func bundleSource(ref string, c config.Bundle) bundles.SourceOptions {
+	src := bundles.SourceFor(ref)
+	src.Interval = c.Interval
+	src.Activator.Require = c.RequireSignature
+	if c.VerificationKey != "" {
+		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey}
+	}
+	return src
+}
+
+// setupError names the configuration key of a bundle source that could
+// not be read at startup.
+func setupError(err error) error {
+	var serr *webhook.SourceError
+	switch {
+	case errors.As(err, &serr) && serr.Shadow:
+		return fmt.Errorf("bundle.shadow.source: %w", serr.Err)
+	case errors.As(err, &serr):
+		return fmt.Errorf("bundle.source: %w", serr.Err)
+	}
+	return fmt.Errorf("unable to set up the webhook server: %w", err)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

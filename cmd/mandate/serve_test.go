@@ -1,11 +1,38 @@
 package main
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mandate-dev/mandate/bundles"
 )
+
+// writePublicKey writes a fresh ECDSA public key (PEM, PKIX).
+func writePublicKey(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "key.pub")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 func TestServeSetupErrors(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -29,6 +56,15 @@ current-context: x
 	unknownKey := writeConfig("unknown.yaml", "webhook:\n  prot: 9443\n")
 	wrongType := writeConfig("type.yaml", "webhook:\n  port: abc\n")
 	noCerts := t.TempDir()
+	goodBundle := filepath.Join(dir, "good.tar.gz")
+	b, err := bundles.Build(context.Background(), "../../policies", bundles.BuildOptions{Revision: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bundles.WriteFile(goodBundle, b); err != nil {
+		t.Fatal(err)
+	}
+	publicKey := writePublicKey(t)
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -44,12 +80,32 @@ current-context: x
 		{name: "missing kubeconfig", args: []string{"serve", "--kubeconfig", filepath.Join(t.TempDir(), "nope")}, wantErr: "unable to load kubeconfig"},
 		{name: "missing policy directory", args: []string{"serve", "--kubeconfig", kubeconfig, "--policies", filepath.Join(t.TempDir(), "nope")}, wantErr: "nope"},
 		{name: "stray argument", args: []string{"serve", "extra"}, wantErr: "unknown command"},
+		{name: "signature required without a key", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", goodBundle, "--bundle-require-signature"},
+			wantErr: "bundle.requireSignature: is true but bundle.verificationKey is not set"},
+		// Fail fast: a bundle source that cannot be read at startup, with
+		// no persisted last good bundle, stops serve at once.
+		{name: "unreachable bundle URL", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", "http://127.0.0.1:1/b.tar.gz"},
+			wantErr: "bundle.source: unable to fetch bundle http://127.0.0.1:1/b.tar.gz"},
+		{name: "missing bundle file", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", filepath.Join(dir, "nope.tar.gz")},
+			wantErr: "bundle.source: unable to read bundle " + `"` + filepath.Join(dir, "nope.tar.gz")},
+		{name: "rejected bundle", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", writeConfig("garbage.tar.gz", "not a bundle")},
+			wantErr: "bundle.source: bundle " + filepath.Join(dir, "garbage.tar.gz") + " rejected at read"},
+		{name: "unsigned bundle, key set", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", goodBundle, "--bundle-verification-key", publicKey},
+			wantErr: "bundle.source: bundle " + goodBundle + " rejected at verify"},
+		{name: "unreachable shadow bundle", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", goodBundle, "--shadow-bundle", "http://127.0.0.1:1/c.tar.gz"},
+			wantErr: "bundle.shadow.source: unable to fetch bundle http://127.0.0.1:1/c.tar.gz"},
+		{name: "unreachable shadow beside the policies", args: []string{"serve", "--kubeconfig", kubeconfig, "--shadow-bundle", "http://127.0.0.1:1/c.tar.gz"},
+			wantErr: "bundle.shadow.source: unable to fetch bundle http://127.0.0.1:1/c.tar.gz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
+			began := time.Now()
 			code, _, errText := run(t, tc.args...)
+			if took := time.Since(began); took > 10*time.Second {
+				t.Errorf("took %v to fail; want it to fail fast", took)
+			}
 			if code != 1 || !strings.Contains(errText, tc.wantErr) {
 				t.Errorf("exit %d, error %q; want exit 1 and an error containing %q", code, errText, tc.wantErr)
 			}
