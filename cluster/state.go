@@ -146,9 +146,17 @@ func (s *State) DeleteNamespace(name string) {
 // Namespace returns what the policy sees of a namespace; an unknown one has
 // no labels (and so no tenant).
 func (s *State) Namespace(name string) evaluator.Namespace {
+	ns, _ := s.LookupNamespace(name)
+	return ns
+}
+
+// LookupNamespace is Namespace, and whether the state has seen the
+// namespace at all.
+func (s *State) LookupNamespace(name string) (evaluator.Namespace, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return evaluator.Namespace{Name: name, Labels: s.namespaces[name]}
+	labels, ok := s.namespaces[name]
+	return evaluator.Namespace{Name: name, Labels: labels}, ok
 }
 
 // Snapshot is the current topology snapshot, immutable.

@@ -6,7 +6,10 @@ import (
 	"fmt"
 
 	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -39,6 +42,11 @@ type Reviewer struct {
 	// one revision however often it is swapped; nil when none is active.
 	Source func() Decider
 	State  *cluster.State
+	// Namespaces, when set, reads a namespace the state has not seen yet
+	// (created a moment ago, or the informers are re-listing after the API
+	// server was away), so its pods are not taken for a tenant-less
+	// namespace's. The manager's API reader satisfies it.
+	Namespaces OwnerReader
 	// Shadow, when set, is asked once per Review for a candidate
 	// revision's Decider (nil when none is active). It decides the same
 	// input as the active revision, after it and outside the tenant tree's
@@ -102,7 +110,10 @@ func (r *Reviewer) review(ctx context.Context, obj *unstructured.Unstructured, r
 	if w.Namespace == "" {
 		w.Namespace = "default"
 	}
-	ns := r.State.Namespace(w.Namespace)
+	ns, err := r.namespace(ctx, w.Namespace)
+	if err != nil {
+		return Review{}, evaluator.Input{}, err
+	}
 	w.Tenant = ns.Labels[ledger.LabelTenant]
 	// Reading usage, deciding and reserving happen under the tenant tree's
 	// lock, so concurrent admissions never both spend the same quota.
@@ -176,4 +187,23 @@ func reservationKey(w workload.Workload) string {
 		return ""
 	}
 	return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
+}
+
+// namespace is the state's view of a namespace or, when the state has not
+// seen it and Namespaces is set, the API server's.
+func (r *Reviewer) namespace(ctx context.Context, name string) (evaluator.Namespace, error) {
+	ns, known := r.State.LookupNamespace(name)
+	if known || r.Namespaces == nil {
+		return ns, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultOwnerTimeout)
+	defer cancel()
+	obj := &corev1.Namespace{}
+	if err := r.Namespaces.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ns, nil
+		}
+		return ns, fmt.Errorf("unable to read namespace %s, not yet in the cluster state: %w", name, err)
+	}
+	return evaluator.Namespace{Name: name, Labels: obj.Labels}, nil
 }

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,10 +10,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/webhook"
 )
@@ -105,4 +111,58 @@ func TestReinvocationDecidesTheSame(t *testing.T) {
 	assert.False(t, again.Decision.Directives.Preemptible)
 	assert.Equal(t, first.Decision.Directives, again.Decision.Directives)
 	assert.Equal(t, used, r.State.Usage("product")["product"]["nvidia.com/gpu"], "reserved once")
+}
+
+// namespaceReader answers a Get of one namespace, or an error.
+type namespaceReader struct {
+	ns   *corev1.Namespace
+	err  error
+	gets atomic.Int32
+}
+
+func (n *namespaceReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	n.gets.Add(1)
+	if n.err != nil {
+		return n.err
+	}
+	if n.ns == nil || key.Name != n.ns.Name {
+		return apierrors.NewNotFound(corev1.Resource("namespaces"), key.Name)
+	}
+	n.ns.DeepCopyInto(obj.(*corev1.Namespace))
+	return nil
+}
+
+// TestNamespaceNotYetSeen: a pod in a namespace the informers have not
+// delivered yet is decided with the namespace read from the API server,
+// not denied as tenant-less; a namespace that does not exist still is, and
+// an unreadable one is an error, not a guess.
+func TestNamespaceNotYetSeen(t *testing.T) {
+	pod := func(ns string) *unstructured.Unstructured {
+		p := buildPod("fresh")
+		p.SetNamespace(ns)
+		return p
+	}
+	r := exampleReviewer(t)
+	reader := &namespaceReader{ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "product-new",
+		Labels: map[string]string{ledger.LabelTenant: "product"}}}}
+	r.Namespaces = reader
+
+	rv, err := r.Review(context.Background(), pod("product-new"), evaluator.Request{Operation: "CREATE", DryRun: true})
+	require.NoError(t, err)
+	assert.True(t, rv.Decision.Allowed, "violations: %v", rv.Decision.Violations)
+	assert.Equal(t, "product", rv.Workload.Tenant)
+
+	rv, err = r.Review(context.Background(), pod("nowhere"), evaluator.Request{Operation: "CREATE", DryRun: true})
+	require.NoError(t, err)
+	require.False(t, rv.Decision.Allowed)
+	assert.Equal(t, "TENANT_MISSING", rv.Decision.Violations[0].Code)
+
+	gets := reader.gets.Load()
+	_, err = r.Review(context.Background(), buildPod("known"), evaluator.Request{Operation: "CREATE", DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, gets, reader.gets.Load(), "a namespace the state knows is not read")
+
+	r.Namespaces = &namespaceReader{err: errors.New("connection refused")}
+	_, err = r.Review(context.Background(), pod("product-new"), evaluator.Request{Operation: "CREATE", DryRun: true})
+	require.ErrorContains(t, err, "unable to read namespace product-new")
 }

@@ -190,6 +190,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := s.State.Watch(ctx, s.Manager.GetCache()); err != nil {
 		return nil, err
 	}
+	reviewer.Namespaces = s.Manager.GetAPIReader()
 	s.Handlers = NewHandlers(HandlerOptions{
 		Reviewer:         reviewer,
 		Owners:           s.Manager.GetAPIReader(),
