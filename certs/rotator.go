@@ -377,3 +377,23 @@ func (r *Rotator) nextCheck(st caState, servingNotAfter, now time.Time) time.Dur
 	}
 	return max(wait, time.Second)
 }
+
+// Prime runs Sync until it succeeds or timeout passes, so that the serving
+// certificate exists before the webhook server starts.
+func (r *Rotator) Prime(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	log := ctrl.LoggerFrom(ctx).WithName("certs")
+	for {
+		_, err := r.Sync(ctrl.LoggerInto(ctx, log))
+		if err == nil {
+			return nil
+		}
+		log.Error(err, "certificate setup failed; retrying")
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no serving certificate after %s: %w", timeout, err)
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

@@ -31,6 +31,15 @@ var Keys = []Key{
 	{Name: "bundle.verificationKey", Kind: "a string", Env: []string{"MANDATE_BUNDLE_VERIFICATION_KEY"}, Type: "a PEM public key file"},
 	{Name: "bundle.persistDir", Kind: "a string", Env: []string{"MANDATE_BUNDLE_PERSIST_DIR"}, Type: "a writable directory"},
 	{Name: "bundle.interval", Kind: "a duration", Env: []string{"MANDATE_BUNDLE_INTERVAL"}, Type: "1s-1h, such as 30s"},
+	{Name: "certs.mode", Kind: "a string", Env: []string{"MANDATE_CERTS_MODE"}, Type: `"files" or "selfSigned"`},
+	{Name: "certs.secretName", Kind: "a string", Env: []string{"MANDATE_CERTS_SECRET_NAME"}, Type: "a Secret name, an RFC 1123 subdomain"},
+	{Name: "certs.serviceName", Kind: "a string", Env: []string{"MANDATE_CERTS_SERVICE_NAME"}, Type: "a Service name, an RFC 1123 label"},
+	{Name: "certs.webhookConfiguration", Kind: "a string", Env: []string{"MANDATE_CERTS_WEBHOOK_CONFIGURATION"}, Type: "the webhook configurations' name, an RFC 1123 subdomain"},
+	{Name: "certs.caDuration", Kind: "a duration", Env: []string{"MANDATE_CERTS_CA_DURATION"}, Type: "a duration such as 8760h"},
+	{Name: "certs.caRenewBefore", Kind: "a duration", Env: []string{"MANDATE_CERTS_CA_RENEW_BEFORE"}, Type: "a duration such as 2920h, less than certs.caDuration"},
+	{Name: "certs.servingDuration", Kind: "a duration", Env: []string{"MANDATE_CERTS_SERVING_DURATION"}, Type: "a duration of at least 1m, such as 720h"},
+	{Name: "certs.servingRenewBefore", Kind: "a duration", Env: []string{"MANDATE_CERTS_SERVING_RENEW_BEFORE"}, Type: "a duration such as 240h, less than certs.servingDuration"},
+	{Name: "certs.propagationDelay", Kind: "a duration", Env: []string{"MANDATE_CERTS_PROPAGATION_DELAY"}, Type: "0-1h, such as 1m"},
 }
 
 // lookup finds a key by name, ignoring case (viper lowercases keys).

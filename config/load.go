@@ -33,6 +33,16 @@ func Bind(v *viper.Viper) error {
 		"bundle.verificationKey": d.Bundle.VerificationKey,
 		"bundle.persistDir":      d.Bundle.PersistDir,
 		"bundle.interval":        d.Bundle.Interval,
+		// certs.* (docs/certificates.md)
+		"certs.mode":                 d.Certs.Mode,
+		"certs.secretName":           d.Certs.SecretName,
+		"certs.serviceName":          d.Certs.ServiceName,
+		"certs.webhookConfiguration": d.Certs.WebhookConfiguration,
+		"certs.caDuration":           d.Certs.CADuration,
+		"certs.caRenewBefore":        d.Certs.CARenewBefore,
+		"certs.servingDuration":      d.Certs.ServingDuration,
+		"certs.servingRenewBefore":   d.Certs.ServingRenewBefore,
+		"certs.propagationDelay":     d.Certs.PropagationDelay,
 	}
 	for _, k := range Keys {
 		val, ok := defaults[k.Name]

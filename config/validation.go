@@ -38,7 +38,7 @@ func (s Serve) Validate() error {
 	if strings.Contains(s.Webhook.Host, ":") && net.ParseIP(s.Webhook.Host) == nil {
 		errs = append(errs, fieldErr("webhook.host", "%q is not a host name or IP address (set the port with webhook.port)", s.Webhook.Host))
 	}
-	if s.Webhook.CertDir != "" {
+	if s.Webhook.CertDir != "" && s.Certs.Mode != CertsSelfSigned {
 		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
 	}
 	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr))
@@ -69,6 +69,7 @@ func (s Serve) Validate() error {
 		errs = append(errs, fieldErr("evaluation.timeout", "%s is out of range (1ms-%s)", t, MaxEvaluationTimeout))
 	}
 	errs = append(errs, s.Bundle.validate(s.Policies)...)
+	errs = append(errs, s.Certs.validate(s.Namespace, s.Webhook.CertDir)...)
 	return errors.Join(errs...)
 }
 

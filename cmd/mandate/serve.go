@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -15,9 +16,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
@@ -40,6 +43,11 @@ var serveFlags = map[string]string{
 	"bundle-verification-key": "bundle.verificationKey",
 	"bundle-persist-dir":      "bundle.persistDir",
 	"bundle-interval":         "bundle.interval",
+	// The serving certificate (docs/certificates.md).
+	"certs-mode":                  "certs.mode",
+	"certs-secret-name":           "certs.secretName",
+	"certs-service-name":          "certs.serviceName",
+	"certs-webhook-configuration": "certs.webhookConfiguration",
 }
 
 func newServeCommand() *cobra.Command {
@@ -77,6 +85,10 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.String("bundle-verification-key", d.Bundle.VerificationKey, "PEM public key; when set, only bundles signed with it are activated")
 	f.String("bundle-persist-dir", d.Bundle.PersistDir, "directory keeping the last good bundle for restarts without the source")
 	f.Duration("bundle-interval", d.Bundle.Interval, "how often the bundle source is polled")
+	f.String("certs-mode", d.Certs.Mode, "serving certificate: \"files\" (tls.crt and tls.key of --cert-dir, e.g. from cert-manager) or \"selfSigned\" (Mandate's own rotating CA; see docs/certificates.md)")
+	f.String("certs-secret-name", d.Certs.SecretName, "selfSigned: the CA Secret in Mandate's namespace")
+	f.String("certs-service-name", d.Certs.ServiceName, "selfSigned: Mandate's Service, whose DNS names the serving certificate is for")
+	f.String("certs-webhook-configuration", d.Certs.WebhookConfiguration, "selfSigned: name of the mutating and validating webhook configurations whose caBundle is kept")
 	return cmd
 }
 
@@ -141,6 +153,13 @@ func runServe(ctx context.Context, c config.Serve) error {
 	} else if o.Policy, err = loadPolicy(c.Policies); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("policies: %w", err)}
 	}
+	if c.Certs.Mode == config.CertsSelfSigned {
+		rot, err := selfSignedCerts(ctx, rc, c)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(rot) })
+	}
 	srv, err := webhook.New(ctx, o)
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("unable to set up the webhook server: %w", err)}
@@ -149,6 +168,29 @@ func runServe(ctx context.Context, c config.Serve) error {
 		return &exitError{code: 1, err: err}
 	}
 	return nil
+}
+
+// selfSignedCerts sets up the certs.Rotator of certs.mode selfSigned and
+// writes the first serving certificate, before the webhook server reads it.
+func selfSignedCerts(ctx context.Context, rc *rest.Config, c config.Serve) (*certs.Rotator, error) {
+	cl, err := client.New(rc, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("certs: unable to create a client: %w", err)
+	}
+	rot, err := certs.New(certs.Options{
+		Client: cl, Namespace: c.Namespace, SecretName: c.Certs.SecretName,
+		WebhookConfigurationName: c.Certs.WebhookConfiguration, Hosts: c.Certs.Hosts(c.Namespace),
+		CertDir: c.Webhook.CertDir, CADuration: c.Certs.CADuration, CARenewBefore: c.Certs.CARenewBefore,
+		ServingDuration: c.Certs.ServingDuration, ServingRenewBefore: c.Certs.ServingRenewBefore,
+		PropagationDelay: c.Certs.PropagationDelay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := rot.Prime(ctx, time.Minute); err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	return rot, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
