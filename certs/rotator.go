@@ -327,7 +327,9 @@ func (r *Rotator) serving(ctx context.Context, log logr.Logger, st caState, bund
 	case err != nil:
 		reason = err.Error()
 	default:
-		if vErr := Verify(current.Cert, st.active.Cert, r.o.Hosts, now); vErr != nil {
+		if current.Cert.CheckSignatureFrom(st.active.Cert) != nil {
+			reason = fmt.Sprintf("signed by another CA than the active %s", describe(st.active.Cert))
+		} else if vErr := Verify(current.Cert, st.active.Cert, r.o.Hosts, now); vErr != nil {
 			reason = vErr.Error()
 		} else if renewAt := current.Cert.NotAfter.Add(-r.o.ServingRenewBefore); !now.Before(renewAt) {
 			reason = fmt.Sprintf("due for renewal since %s", renewAt.UTC().Format(time.RFC3339))
