@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -49,6 +50,13 @@ func (c Certs) validate(namespace, certDir string) []error {
 	if msgs := validation.IsDNS1123Label(c.ServiceName); len(msgs) > 0 {
 		errs = append(errs, fieldErr("certs.serviceName", "%q is not a Service name: %s", c.ServiceName, strings.Join(msgs, "; ")))
 	}
+	for i, h := range c.ExtraHosts {
+		if net.ParseIP(h) == nil {
+			if msgs := validation.IsDNS1123Subdomain(h); len(msgs) > 0 {
+				errs = append(errs, fieldErr("certs.extraHosts", "entry %d %q is neither an IP address nor a DNS name: %s", i, h, strings.Join(msgs, "; ")))
+			}
+		}
+	}
 	if c.PropagationDelay > time.Hour {
 		errs = append(errs, fieldErr("certs.propagationDelay", "%s is out of range (0-1h)", c.PropagationDelay))
 	}
@@ -68,8 +76,8 @@ func (c Certs) validate(namespace, certDir string) []error {
 }
 
 // Hosts are the names the serving certificate is for: the Service's
-// in-cluster DNS names.
+// in-cluster DNS names, then ExtraHosts.
 func (c Certs) Hosts(namespace string) []string {
 	svc := c.ServiceName + "." + namespace + ".svc"
-	return []string{svc, svc + ".cluster.local"}
+	return append([]string{svc, svc + ".cluster.local"}, c.ExtraHosts...)
 }

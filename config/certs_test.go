@@ -41,6 +41,7 @@ func TestCertsValidateNamesTheKey(t *testing.T) {
 		{"serving too short", func(s *config.Serve) {
 			s.Certs.ServingDuration, s.Certs.ServingRenewBefore = time.Second, time.Millisecond
 		}, []string{"certs.servingDuration: 1s is too short"}},
+		{"extra host", func(s *config.Serve) { s.Certs.ExtraHosts = []string{"127.0.0.1", "a_b"} }, []string{`certs.extraHosts: entry 1 "a_b" is neither`}},
 		{"propagation too long", func(s *config.Serve) { s.Certs.PropagationDelay = 2 * time.Hour }, []string{"certs.propagationDelay: 2h0m0s is out of range"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +65,7 @@ func TestCertsFromEnvironment(t *testing.T) {
 	t.Setenv("MANDATE_CERTS_SERVING_DURATION", "48h")
 	t.Setenv("MANDATE_CERTS_SERVING_RENEW_BEFORE", "16h")
 	t.Setenv("MANDATE_NAMESPACE", "mandate-system")
+	t.Setenv("MANDATE_CERTS_EXTRA_HOSTS", "127.0.0.1,localhost")
 	t.Setenv("MANDATE_WEBHOOK_CERT_DIR", t.TempDir())
 	v := viper.New()
 	if err := config.Bind(v); err != nil {
@@ -76,7 +78,7 @@ func TestCertsFromEnvironment(t *testing.T) {
 	if s.Certs.Mode != config.CertsSelfSigned || s.Certs.ServingDuration != 48*time.Hour || s.Certs.ServingRenewBefore != 16*time.Hour {
 		t.Errorf("Certs = %+v, want selfSigned, 48h, 16h", s.Certs)
 	}
-	if got := s.Certs.Hosts("mandate-system"); got[0] != "mandate.mandate-system.svc" || got[1] != "mandate.mandate-system.svc.cluster.local" {
+	if got := s.Certs.Hosts("mandate-system"); strings.Join(got, " ") != "mandate.mandate-system.svc mandate.mandate-system.svc.cluster.local 127.0.0.1 localhost" {
 		t.Errorf("Hosts = %v", got)
 	}
 }

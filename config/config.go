@@ -72,6 +72,9 @@ type Certs struct {
 	// PropagationDelay is how long a new CA is in the caBundle before it
 	// signs serving certificates.
 	PropagationDelay time.Duration `json:"propagationDelay" yaml:"propagationDelay" mapstructure:"propagationDelay"`
+	// ExtraHosts are more DNS names or IP addresses for the serving
+	// certificate, for webhooks reached by URL rather than by Service.
+	ExtraHosts []string `json:"extraHosts" yaml:"extraHosts" mapstructure:"extraHosts"`
 }
 
 // Bundle configures the policy bundle source.

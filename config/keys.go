@@ -40,6 +40,7 @@ var Keys = []Key{
 	{Name: "certs.servingDuration", Kind: "a duration", Env: []string{"MANDATE_CERTS_SERVING_DURATION"}, Type: "a duration of at least 1m, such as 720h"},
 	{Name: "certs.servingRenewBefore", Kind: "a duration", Env: []string{"MANDATE_CERTS_SERVING_RENEW_BEFORE"}, Type: "a duration such as 240h, less than certs.servingDuration"},
 	{Name: "certs.propagationDelay", Kind: "a duration", Env: []string{"MANDATE_CERTS_PROPAGATION_DELAY"}, Type: "0-1h, such as 1m"},
+	{Name: "certs.extraHosts", Kind: "a list of strings", Env: []string{"MANDATE_CERTS_EXTRA_HOSTS"}, Type: "DNS names or IP addresses, comma-separated in env"},
 }
 
 // lookup finds a key by name, ignoring case (viper lowercases keys).

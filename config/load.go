@@ -43,6 +43,7 @@ func Bind(v *viper.Viper) error {
 		"certs.servingDuration":      d.Certs.ServingDuration,
 		"certs.servingRenewBefore":   d.Certs.ServingRenewBefore,
 		"certs.propagationDelay":     d.Certs.PropagationDelay,
+		"certs.extraHosts":           d.Certs.ExtraHosts,
 	}
 	for _, k := range Keys {
 		val, ok := defaults[k.Name]
