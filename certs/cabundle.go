@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // publish sets the caBundle of every webhook of both configurations named
@@ -26,34 +27,44 @@ func (r *Rotator) publish(ctx context.Context, log logr.Logger, bundle []byte) (
 	if err := r.o.Client.Get(ctx, key, validating); err != nil {
 		return false, fmt.Errorf("unable to read the ValidatingWebhookConfiguration %s: %w", key.Name, err)
 	}
-	changed := false
-	var stale []string
+	var mcc, vcc []clientConfig
 	for i := range mutating.Webhooks {
-		if cc := &mutating.Webhooks[i].ClientConfig; !bytes.Equal(cc.CABundle, bundle) {
-			cc.CABundle, stale = bundle, append(stale, mutating.Webhooks[i].Name)
-		}
+		mcc = append(mcc, clientConfig{mutating.Webhooks[i].Name, &mutating.Webhooks[i].ClientConfig})
 	}
-	if len(stale) > 0 {
-		if err := r.o.Client.Update(ctx, mutating); err != nil {
-			return false, fmt.Errorf("unable to set the caBundle of the MutatingWebhookConfiguration %s: %w", key.Name, err)
-		}
-		log.Info("caBundle set", "configuration", "MutatingWebhookConfiguration/"+key.Name, "webhooks", strings.Join(stale, ","), "cas", describeBundle(bundle))
-		changed = true
-	}
-	stale = nil
 	for i := range validating.Webhooks {
-		if cc := &validating.Webhooks[i].ClientConfig; !bytes.Equal(cc.CABundle, bundle) {
-			cc.CABundle, stale = bundle, append(stale, validating.Webhooks[i].Name)
+		vcc = append(vcc, clientConfig{validating.Webhooks[i].Name, &validating.Webhooks[i].ClientConfig})
+	}
+	changedM, err := r.setBundle(ctx, log, mutating, "MutatingWebhookConfiguration", mcc, bundle)
+	if err != nil {
+		return false, err
+	}
+	changedV, err := r.setBundle(ctx, log, validating, "ValidatingWebhookConfiguration", vcc, bundle)
+	return changedM || changedV, err
+}
+
+// clientConfig is one webhook's name and client configuration.
+type clientConfig struct {
+	name string
+	cc   *admissionregistrationv1.WebhookClientConfig
+}
+
+// setBundle sets bundle on every client configuration of obj and updates
+// obj when one differed.
+func (r *Rotator) setBundle(ctx context.Context, log logr.Logger, obj client.Object, kind string, ccs []clientConfig, bundle []byte) (bool, error) {
+	var stale []string
+	for _, c := range ccs {
+		if !bytes.Equal(c.cc.CABundle, bundle) {
+			c.cc.CABundle, stale = bundle, append(stale, c.name)
 		}
 	}
-	if len(stale) > 0 {
-		if err := r.o.Client.Update(ctx, validating); err != nil {
-			return false, fmt.Errorf("unable to set the caBundle of the ValidatingWebhookConfiguration %s: %w", key.Name, err)
-		}
-		log.Info("caBundle set", "configuration", "ValidatingWebhookConfiguration/"+key.Name, "webhooks", strings.Join(stale, ","), "cas", describeBundle(bundle))
-		changed = true
+	if len(stale) == 0 {
+		return false, nil
 	}
-	return changed, nil
+	if err := r.o.Client.Update(ctx, obj); err != nil {
+		return false, fmt.Errorf("unable to set the caBundle of the %s %s: %w", kind, obj.GetName(), err)
+	}
+	log.Info("caBundle set", "configuration", kind+"/"+obj.GetName(), "webhooks", strings.Join(stale, ","), "cas", describeBundle(bundle))
+	return true, nil
 }
 
 // describe names a certificate in logs: subject, serial and expiry.
