@@ -27,6 +27,8 @@ const Backdate = time.Hour
 const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
+	// CAFile is the CA cert-manager writes beside them.
+	CAFile = "ca.crt"
 )
 
 // KeyPair is a certificate with its private key, parsed and as PEM.

@@ -194,6 +194,14 @@ func (r *Rotator) sync(ctx context.Context) (time.Duration, error) {
 		st.previous, st.previousPEM, st.previousRetire = nil, nil, time.Time{}
 		changed = true
 	}
+	// A next CA that waited past its validity (a long outage) starts over.
+	if st.next != nil {
+		if err := ValidAt(st.next.Cert, now); err != nil {
+			log.Info("dropping the next CA, no longer valid", "nextCA", describe(st.next.Cert), "reason", err.Error())
+			st.next, st.nextPublished = nil, time.Time{}
+			changed = true
+		}
+	}
 	// 2. Start a CA rotation well before the active CA expires: the next
 	// CA first only joins the caBundle.
 	if st.next == nil && !now.Before(st.active.Cert.NotAfter.Add(-r.o.CARenewBefore)) {

@@ -159,6 +159,9 @@ func runServe(ctx context.Context, c config.Serve) error {
 			return &exitError{code: 1, err: err}
 		}
 		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(rot) })
+	} else if c.Webhook.CertDir != "" {
+		reporter := &certs.ExpiryReporter{Dir: c.Webhook.CertDir}
+		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(reporter) })
 	}
 	srv, err := webhook.New(ctx, o)
 	if err != nil {
