@@ -259,12 +259,12 @@ func (r *Rotator) sync(ctx context.Context) (time.Duration, error) {
 	}
 
 	// 5. This replica's serving certificate.
-	serving, err := r.serving(ctx, log, st, bundle, now)
+	servingNotAfter, err := r.serving(ctx, log, st, bundle, now)
 	if err != nil {
 		return 0, err
 	}
-	setExpiry(st.active.Cert.NotAfter, serving.NotAfter)
-	return r.nextCheck(st, serving.NotAfter, now), nil
+	setExpiry(st.active.Cert.NotAfter, servingNotAfter)
+	return r.nextCheck(st, servingNotAfter, now), nil
 }
 
 // secret reads the CA Secret, creating it when absent. Of replicas racing
@@ -326,7 +326,7 @@ func (r *Rotator) update(ctx context.Context, s *corev1.Secret, st caState) erro
 // serving checks this replica's serving certificate and issues a new one
 // from the active CA when it is missing, unreadable, signed by another CA,
 // for other hosts, or due for renewal. It returns the certificate in use.
-func (r *Rotator) serving(ctx context.Context, log logr.Logger, st caState, bundle []byte, now time.Time) (*KeyPairInfo, error) {
+func (r *Rotator) serving(ctx context.Context, log logr.Logger, st caState, bundle []byte, now time.Time) (time.Time, error) {
 	current, err := ReadFiles(r.o.CertDir)
 	reason := ""
 	switch {
@@ -344,31 +344,26 @@ func (r *Rotator) serving(ctx context.Context, log logr.Logger, st caState, bund
 		}
 	}
 	if reason == "" {
-		return &KeyPairInfo{NotAfter: current.Cert.NotAfter}, nil
+		return current.Cert.NotAfter, nil
 	}
 	// Check before writing: signed by a CA in the caBundle just published,
 	// valid now, for every host.
 	if !BundleContains(bundle, st.active.Cert) {
-		return nil, fmt.Errorf("active CA %s is not in the caBundle: refusing to issue from it", describe(st.active.Cert))
+		return time.Time{}, fmt.Errorf("active CA %s is not in the caBundle: refusing to issue from it", describe(st.active.Cert))
 	}
 	kp, err := IssueServing(st.active, r.o.Hosts, now, r.o.ServingDuration)
 	if err != nil {
-		return nil, err
+		return time.Time{}, err
 	}
 	if err := Verify(kp.Cert, st.active.Cert, r.o.Hosts, now); err != nil {
-		return nil, fmt.Errorf("refusing to write a bad serving certificate: %w", err)
+		return time.Time{}, fmt.Errorf("refusing to write a bad serving certificate: %w", err)
 	}
 	if err := WriteFiles(r.o.CertDir, kp); err != nil {
-		return nil, err
+		return time.Time{}, err
 	}
 	log.Info("wrote a new serving certificate", "reason", reason, "certDir", r.o.CertDir,
 		"serving", describe(kp.Cert), "ca", describe(st.active.Cert), "hosts", r.o.Hosts)
-	return &KeyPairInfo{NotAfter: kp.Cert.NotAfter}, nil
-}
-
-// KeyPairInfo is what the schedule needs of the serving certificate.
-type KeyPairInfo struct {
-	NotAfter time.Time
+	return kp.Cert.NotAfter, nil
 }
 
 // nextCheck is the time until the earliest due step, at most
