@@ -22,7 +22,7 @@ envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manage
 .PHONY: test
 test: build envtest-assets ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
 	$(GO) test ./...
-	$(GO) test -tags load -count=1 -v -run 'TestBurst|TestRestartDuringBurst|TestBundleHotSwapUnderLoad|TestFailure' ./test/load/ 2>&1 | grep -E '^(burst|webhook|client|restart|hotswap|failure|--- |ok|FAIL|PASS)'
+	$(GO) test -tags load -count=1 -v -run 'TestBurst|TestRestartDuringBurst|TestBundleHotSwapUnderLoad|TestFailure|TestRotationUnderLoad|TestSelfSignedServe' ./test/load/ 2>&1 | grep -E '^(burst|webhook|client|restart|hotswap|failure|rotation|selfSigned|--- |ok|FAIL|PASS)'
 	$(MANDATE) opa test policies/ -v --explain=fails | tail -n 3
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 

@@ -9,6 +9,7 @@ package config
 import (
 	"time"
 
+	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/webhook"
@@ -39,6 +40,8 @@ type Serve struct {
 	Bundle Bundle `json:"bundle" yaml:"bundle" mapstructure:"bundle"`
 	// DecisionLog configures the decision log (package decisionlog).
 	DecisionLog DecisionLog `json:"decisionLog" yaml:"decisionLog" mapstructure:"decisionLog"`
+	// Certs says where the serving certificate comes from.
+	Certs Certs `json:"certs" yaml:"certs" mapstructure:"certs"`
 }
 
 // DecisionLog configures the decision log: one JSON line per decision on
@@ -57,6 +60,42 @@ type DecisionLog struct {
 // Options are the decisionlog.Options of this configuration.
 func (d DecisionLog) Options() decisionlog.Options {
 	return decisionlog.Options{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject}
+}
+
+// Modes of certs.mode.
+const (
+	// CertsFiles serves tls.crt and tls.key of webhook.certDir as they are
+	// (from cert-manager, or any other issuer).
+	CertsFiles = "files"
+	// CertsSelfSigned makes Mandate keep its own CA in a Secret, issue its
+	// serving certificate into webhook.certDir and set the webhook
+	// configurations' caBundle, rotating both (package certs).
+	CertsSelfSigned = "selfSigned"
+)
+
+// Certs configures the serving certificate.
+type Certs struct {
+	// Mode is CertsFiles or CertsSelfSigned.
+	Mode string `json:"mode" yaml:"mode" mapstructure:"mode"`
+	// SecretName is the CA Secret in Namespace (selfSigned).
+	SecretName string `json:"secretName" yaml:"secretName" mapstructure:"secretName"`
+	// ServiceName is Mandate's Service: the serving certificate is for
+	// ServiceName.Namespace.svc[.cluster.local] (selfSigned).
+	ServiceName string `json:"serviceName" yaml:"serviceName" mapstructure:"serviceName"`
+	// WebhookConfiguration names the mutating and the validating webhook
+	// configuration whose caBundle is kept (selfSigned).
+	WebhookConfiguration string `json:"webhookConfiguration" yaml:"webhookConfiguration" mapstructure:"webhookConfiguration"`
+	// Lifetimes and renewal margins (selfSigned).
+	CADuration         time.Duration `json:"caDuration" yaml:"caDuration" mapstructure:"caDuration"`
+	CARenewBefore      time.Duration `json:"caRenewBefore" yaml:"caRenewBefore" mapstructure:"caRenewBefore"`
+	ServingDuration    time.Duration `json:"servingDuration" yaml:"servingDuration" mapstructure:"servingDuration"`
+	ServingRenewBefore time.Duration `json:"servingRenewBefore" yaml:"servingRenewBefore" mapstructure:"servingRenewBefore"`
+	// PropagationDelay is how long a new CA is in the caBundle before it
+	// signs serving certificates.
+	PropagationDelay time.Duration `json:"propagationDelay" yaml:"propagationDelay" mapstructure:"propagationDelay"`
+	// ExtraHosts are more DNS names or IP addresses for the serving
+	// certificate, for webhooks reached by URL rather than by Service.
+	ExtraHosts []string `json:"extraHosts" yaml:"extraHosts" mapstructure:"extraHosts"`
 }
 
 // Bundle configures the policy bundle source.
@@ -121,6 +160,11 @@ func Default() Serve {
 		Evaluation:  Evaluation{Timeout: evaluator.DefaultTimeout},
 		Bundle:      Bundle{Interval: DefaultBundleInterval},
 		DecisionLog: defaultDecisionLog(),
+		Certs: Certs{Mode: CertsFiles, SecretName: "mandate-webhook-ca", ServiceName: "mandate",
+			WebhookConfiguration: webhook.ConfigurationName,
+			CADuration:           certs.DefaultCADuration, CARenewBefore: certs.DefaultCARenewBefore,
+			ServingDuration: certs.DefaultServingDuration, ServingRenewBefore: certs.DefaultServingRenewBefore,
+			PropagationDelay: certs.DefaultPropagationDelay},
 	}
 }
 

@@ -36,6 +36,16 @@ var Keys = []Key{
 	{Name: "decisionLog.enabled", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_ENABLED"}, Type: "true or false"},
 	{Name: "decisionLog.sampleRate", Kind: "a number", Env: []string{"MANDATE_DECISION_LOG_SAMPLE_RATE"}, Type: "0-1, such as 0.1"},
 	{Name: "decisionLog.includeObject", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_INCLUDE_OBJECT"}, Type: "true or false"},
+	{Name: "certs.mode", Kind: "a string", Env: []string{"MANDATE_CERTS_MODE"}, Type: `"files" or "selfSigned"`},
+	{Name: "certs.secretName", Kind: "a string", Env: []string{"MANDATE_CERTS_SECRET_NAME"}, Type: "a Secret name, an RFC 1123 subdomain"},
+	{Name: "certs.serviceName", Kind: "a string", Env: []string{"MANDATE_CERTS_SERVICE_NAME"}, Type: "a Service name, an RFC 1123 label"},
+	{Name: "certs.webhookConfiguration", Kind: "a string", Env: []string{"MANDATE_CERTS_WEBHOOK_CONFIGURATION"}, Type: "the webhook configurations' name, an RFC 1123 subdomain"},
+	{Name: "certs.caDuration", Kind: "a duration", Env: []string{"MANDATE_CERTS_CA_DURATION"}, Type: "a duration such as 8760h"},
+	{Name: "certs.caRenewBefore", Kind: "a duration", Env: []string{"MANDATE_CERTS_CA_RENEW_BEFORE"}, Type: "a duration such as 2920h, less than certs.caDuration"},
+	{Name: "certs.servingDuration", Kind: "a duration", Env: []string{"MANDATE_CERTS_SERVING_DURATION"}, Type: "a duration of at least 1m, such as 720h"},
+	{Name: "certs.servingRenewBefore", Kind: "a duration", Env: []string{"MANDATE_CERTS_SERVING_RENEW_BEFORE"}, Type: "a duration such as 240h, less than certs.servingDuration"},
+	{Name: "certs.propagationDelay", Kind: "a duration", Env: []string{"MANDATE_CERTS_PROPAGATION_DELAY"}, Type: "0-1h, such as 1m"},
+	{Name: "certs.extraHosts", Kind: "a list of strings", Env: []string{"MANDATE_CERTS_EXTRA_HOSTS"}, Type: "DNS names or IP addresses, comma-separated in env"},
 }
 
 // lookup finds a key by name, ignoring case (viper lowercases keys).

@@ -36,6 +36,17 @@ func Bind(v *viper.Viper) error {
 
 		"bundle.requireSignature": d.Bundle.RequireSignature,
 		"bundle.shadow.source":    d.Bundle.Shadow.Source,
+		// certs.* (docs/certificates.md)
+		"certs.mode":                 d.Certs.Mode,
+		"certs.secretName":           d.Certs.SecretName,
+		"certs.serviceName":          d.Certs.ServiceName,
+		"certs.webhookConfiguration": d.Certs.WebhookConfiguration,
+		"certs.caDuration":           d.Certs.CADuration,
+		"certs.caRenewBefore":        d.Certs.CARenewBefore,
+		"certs.servingDuration":      d.Certs.ServingDuration,
+		"certs.servingRenewBefore":   d.Certs.ServingRenewBefore,
+		"certs.propagationDelay":     d.Certs.PropagationDelay,
+		"certs.extraHosts":           d.Certs.ExtraHosts,
 	}
 	defaults["decisionLog.enabled"] = d.DecisionLog.Enabled
 	defaults["decisionLog.sampleRate"] = d.DecisionLog.SampleRate

@@ -38,7 +38,7 @@ func (s Serve) Validate() error {
 	if strings.Contains(s.Webhook.Host, ":") && net.ParseIP(s.Webhook.Host) == nil {
 		errs = append(errs, fieldErr("webhook.host", "%q is not a host name or IP address (set the port with webhook.port)", s.Webhook.Host))
 	}
-	if s.Webhook.CertDir != "" {
+	if s.Webhook.CertDir != "" && s.Certs.Mode != CertsSelfSigned {
 		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
 	}
 	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr))
@@ -72,6 +72,7 @@ func (s Serve) Validate() error {
 	if r := s.DecisionLog.SampleRate; !(r >= 0 && r <= 1) {
 		errs = append(errs, fieldErr("decisionLog.sampleRate", "%v is out of range (0-1: the fraction of clean allowed decisions logged)", r))
 	}
+	errs = append(errs, s.Certs.validate(s.Namespace, s.Webhook.CertDir)...)
 	return errors.Join(errs...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -16,9 +17,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -45,6 +48,12 @@ var serveFlags = map[string]string{
 
 	"bundle-require-signature": "bundle.requireSignature",
 	"shadow-bundle":            "bundle.shadow.source",
+
+	// The serving certificate (docs/certificates.md).
+	"certs-mode":                  "certs.mode",
+	"certs-secret-name":           "certs.secretName",
+	"certs-service-name":          "certs.serviceName",
+	"certs-webhook-configuration": "certs.webhookConfiguration",
 }
 
 // The decision log's flags (docs/observability.md).
@@ -94,6 +103,10 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.Bool("decision-log-include-object", d.DecisionLog.IncludeObject, "add the submitted object to decision lines, with env values, args, commands and annotation values redacted")
 	f.Bool("bundle-require-signature", d.Bundle.RequireSignature, "refuse every unsigned bundle (needs --bundle-verification-key)")
 	f.String("shadow-bundle", d.Bundle.Shadow.Source, "candidate bundle file, directory or http(s) URL decided beside the active policy and never enforced; differences are counted and logged")
+	f.String("certs-mode", d.Certs.Mode, "serving certificate: \"files\" (tls.crt and tls.key of --cert-dir, e.g. from cert-manager) or \"selfSigned\" (Mandate's own rotating CA; see docs/certificates.md)")
+	f.String("certs-secret-name", d.Certs.SecretName, "selfSigned: the CA Secret in Mandate's namespace")
+	f.String("certs-service-name", d.Certs.ServiceName, "selfSigned: Mandate's Service, whose DNS names the serving certificate is for")
+	f.String("certs-webhook-configuration", d.Certs.WebhookConfiguration, "selfSigned: name of the mutating and validating webhook configurations whose caBundle is kept")
 	return cmd
 }
 
@@ -166,6 +179,16 @@ func runServe(ctx context.Context, c config.Serve) error {
 		shadow := bundleSource(c.Bundle.Shadow.Source, c.Bundle)
 		o.Shadow = &shadow
 	}
+	if c.Certs.Mode == config.CertsSelfSigned {
+		rot, err := selfSignedCerts(ctx, rc, c)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(rot) })
+	} else if c.Webhook.CertDir != "" {
+		reporter := &certs.ExpiryReporter{Dir: c.Webhook.CertDir}
+		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(reporter) })
+	}
 	srv, err := webhook.New(ctx, o)
 	if err != nil {
 		return &exitError{code: 1, err: setupError(err)}
@@ -199,6 +222,29 @@ func setupError(err error) error {
 		return fmt.Errorf("bundle.source: %w", serr.Err)
 	}
 	return fmt.Errorf("unable to set up the webhook server: %w", err)
+}
+
+// selfSignedCerts sets up the certs.Rotator of certs.mode selfSigned and
+// writes the first serving certificate, before the webhook server reads it.
+func selfSignedCerts(ctx context.Context, rc *rest.Config, c config.Serve) (*certs.Rotator, error) {
+	cl, err := client.New(rc, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("certs: unable to create a client: %w", err)
+	}
+	rot, err := certs.New(certs.Options{
+		Client: cl, Namespace: c.Namespace, SecretName: c.Certs.SecretName,
+		WebhookConfigurationName: c.Certs.WebhookConfiguration, Hosts: c.Certs.Hosts(c.Namespace),
+		CertDir: c.Webhook.CertDir, CADuration: c.Certs.CADuration, CARenewBefore: c.Certs.CARenewBefore,
+		ServingDuration: c.Certs.ServingDuration, ServingRenewBefore: c.Certs.ServingRenewBefore,
+		PropagationDelay: c.Certs.PropagationDelay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := rot.Prime(ctx, time.Minute); err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	return rot, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

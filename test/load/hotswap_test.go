@@ -23,7 +23,6 @@ import (
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
 
 // Hot-swap scenario: revisions r1..r6 differ only in the KAI queue each
@@ -129,60 +128,6 @@ func withAuditLog(t *testing.T) (startOption, string) {
 	}, log
 }
 
-// created is one create of the steady load.
-type created struct {
-	namespace, name string
-	start, end      time.Time
-	revision        string // mandate.dev/policy-revision of the stored pod
-	queue           string // its KAI queue
-	err             error
-}
-
-// steadyLoad creates one-GPU train pods across the tenants at rate per
-// second, each create on its own schedule (open loop: a slow server does
-// not slow the offered rate until every worker is busy), until stop.
-func (h *harness) steadyLoad(prefix string, rate, workers int, stop <-chan struct{}) []created {
-	jobs := make(chan int, workers)
-	var (
-		mu      sync.Mutex
-		results []created
-		wg      sync.WaitGroup
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%05d", prefix, i), "train")
-				c := created{namespace: pod.Namespace, name: pod.Name, start: time.Now()}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				c.err = h.env.Client.Create(ctx, pod)
-				cancel()
-				c.end = time.Now()
-				c.revision = pod.Annotations[webhook.AnnotationPolicyRevision]
-				c.queue = pod.Labels[scheduler.LabelKAIQueue]
-				mu.Lock()
-				results = append(results, c)
-				mu.Unlock()
-			}
-		}()
-	}
-	period := time.Second / time.Duration(rate)
-	began := time.Now()
-feed:
-	for i := 0; ; i++ {
-		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
-		select {
-		case <-stop:
-			break feed
-		case jobs <- i:
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	return results
-}
-
 // TestBundleHotSwapUnderLoad: a local bundle server publishes r2..r6 while
 // pods are created at a steady rate through the real API server. No create
 // fails, each new revision decides within a polling interval (plus a small
@@ -206,8 +151,7 @@ func TestBundleHotSwapUnderLoad(t *testing.T) {
 	servePID := h.serve.Process.Pid
 
 	stop := make(chan struct{})
-	done := make(chan []created)
-	go func() { done <- h.steadyLoad("swap", hotSwapRate, 64, stop) }()
+	load := h.steadyLoad("swap", "train", hotSwapRate, 64, stop)
 	published := map[string]time.Time{}
 	time.Sleep(hotSwapDwell)
 	for r := 2; r <= hotSwapRevisions; r++ {
@@ -215,31 +159,20 @@ func TestBundleHotSwapUnderLoad(t *testing.T) {
 		time.Sleep(hotSwapDwell)
 	}
 	close(stop)
-	results := <-done
+	results := load.wait()
 	require.Equal(t, servePID, h.serve.Process.Pid, "no restart of mandate serve")
 
-	var failed []string
+	sum := summarize(results)
+	require.Zero(t, sum.failed, "no create may fail during the swaps; first errors: %v", sum.errs)
+	rate := sum.rate
+	fmt.Printf("hotswap: %d pod creates in %s (%.0f/s offered %d/s), %d failed, %d swaps; bundle server answered %v\n",
+		len(results), sum.elapsed.Round(time.Millisecond), rate, hotSwapRate, sum.failed, len(published), bs.gets)
 	first := map[string]time.Time{} // earliest completed create per revision
-	var from, to time.Time
 	for _, c := range results {
-		if c.err != nil {
-			failed = append(failed, fmt.Sprintf("%s/%s: %v", c.namespace, c.name, c.err))
-			continue
-		}
 		if f, ok := first[c.revision]; !ok || c.end.Before(f) {
 			first[c.revision] = c.end
 		}
-		if from.IsZero() || c.start.Before(from) {
-			from = c.start
-		}
-		if c.end.After(to) {
-			to = c.end
-		}
 	}
-	require.Empty(t, failed, "no create may fail during the swaps")
-	rate := float64(len(results)) / to.Sub(from).Seconds()
-	fmt.Printf("hotswap: %d pod creates in %s (%.0f/s offered %d/s), %d failed, %d swaps; bundle server answered %v\n",
-		len(results), to.Sub(from).Round(time.Millisecond), rate, hotSwapRate, len(failed), len(published), bs.gets)
 
 	// Each revision took over within the polling interval plus the slack.
 	for r := 2; r <= hotSwapRevisions; r++ {

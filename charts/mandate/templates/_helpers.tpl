@@ -68,7 +68,8 @@ app.kubernetes.io/component: webhook
 
 {{/*
 The webhooks' clientConfig for a path (dict "ctx" $ "path" "/mutate").
-Without cert-manager the caBundle is required.
+Without cert-manager the caBundle is required; with certs.mode selfSigned
+mandate serve sets it.
 */}}
 {{- define "mandate.clientConfig" -}}
 {{- $ := .ctx -}}
@@ -77,7 +78,7 @@ service:
   name: {{ include "mandate.fullname" $ }}
   path: {{ .path }}
   port: 443
-{{- if not $.Values.certManager.enabled }}
+{{- if and (not (include "mandate.useCertManager" $)) (ne $.Values.certs.mode "selfSigned") }}
 {{- include "mandate.validateTLS" $ }}
 caBundle: {{ $.Values.tls.caBundle }}
 {{- end }}
@@ -143,4 +144,14 @@ matchConditions:
 {{- if and (not .Values.certManager.enabled) (or (not .Values.tls.secretName) (not .Values.tls.caBundle)) }}
 {{- fail "certManager.enabled is false: tls.secretName (an existing kubernetes.io/tls Secret with tls.crt and tls.key in the release namespace) and tls.caBundle (the base64 PEM CA that signed it) are both required" }}
 {{- end }}
+{{- end }}
+
+{{/* cert-manager issues the serving certificate (certs.mode files with certManager.enabled). */}}
+{{- define "mandate.useCertManager" -}}
+{{- if and .Values.certManager.enabled (ne .Values.certs.mode "selfSigned") }}true{{ end }}
+{{- end }}
+
+{{/* The CA Secret of certs.mode selfSigned. */}}
+{{- define "mandate.caSecretName" -}}
+{{- printf "%s-webhook-ca" (include "mandate.fullname" .) }}
 {{- end }}
