@@ -14,6 +14,7 @@ import (
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
@@ -33,7 +34,7 @@ func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 		return nil
 	}
 	m := &Mutator{Reviewer: r}
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob", "vision-devs")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob", "vision-devs")
 
 	resp := m.Handle(context.Background(), req)
 	require.False(t, resp.Allowed, "nothing active yet")
@@ -56,7 +57,7 @@ func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 func TestDeniedObjectsCarryNoRevisionAnnotation(t *testing.T) {
 	r, _ := newTestReviewer(t)
 	m := &Mutator{Reviewer: r}
-	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice", "platform-devs"))
+	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice", "platform-devs"))
 	require.False(t, resp.Allowed)
 	assert.Empty(t, resp.Patches)
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // stagedReviewer decides with the default authority model whose quota
@@ -39,7 +40,7 @@ func TestStagedEnforcementResponses(t *testing.T) {
 		r := stagedReviewer(t, action)
 		for name, h := range map[string]admission.Handler{"mutate": &Mutator{Reviewer: r}, "validate": &Validator{Reviewer: r}} {
 			t.Run(action+"/"+name, func(t *testing.T) {
-				resp := h.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "dave"))
+				resp := h.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "dave"))
 				var coded []string
 				for _, w := range resp.Warnings {
 					if strings.HasPrefix(w, code+": ") {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -56,9 +57,9 @@ func TestObservability(t *testing.T) {
 		kind     string // the histogram's kind label
 		dryRun   bool
 	}
-	admitted := []workload{{visionSweep, "Job", false}, {productPod, "Pod", false}, {llmFinetune, "PyTorchJob", false},
+	admitted := []workload{{fixtures.VisionSweep, "Job", false}, {productPod, "Pod", false}, {llmFinetune, "PyTorchJob", false},
 		{llmVolcanoJob, "VolcanoJob", false}, {productDistill, "Job", true}}
-	denied := []workload{{platformTooBig, "Job", false}, {scratchPod, "Pod", false}, {visionUrgent, "PyTorchJob", false},
+	denied := []workload{{fixtures.PlatformTooBig, "Job", false}, {scratchPod, "Pod", false}, {visionUrgent, "PyTorchJob", false},
 		{llmVolcanoTooWide, "VolcanoJob", false}}
 
 	// What each denial should count, from the same policy in-process.
@@ -86,7 +87,7 @@ func TestObservability(t *testing.T) {
 	}
 	// A pod of the admitted vit-sweep Job is admitted with its gang's
 	// directives: an admission, not a decision.
-	job := object(t, visionSweep)
+	job := object(t, fixtures.VisionSweep)
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(job), job))
 	pod := object(t, `
 apiVersion: v1

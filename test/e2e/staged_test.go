@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -125,27 +125,9 @@ func stageRevision(stage string) string { return "staged-" + stage }
 // into place at path, as a governance team's CI would publish it.
 func publishStage(t *testing.T, path, stage string) {
 	t.Helper()
-	dir := t.TempDir()
-	root := filepath.Join(repoRoot(t), "policies")
-	if err := os.CopyFS(dir, os.DirFS(root)); err != nil {
-		t.Fatal(err)
-	}
-	dataPath := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(dataPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data map[string]any
-	if err := json.Unmarshal(raw, &data); err != nil {
-		t.Fatal(err)
-	}
-	data["enforcement"].(map[string]any)["PRIORITY_NOT_ALLOWED"] = stage
-	if raw, err = json.Marshal(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dataPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := fixtures.PolicyDir(t, func(model map[string]any) {
+		model["enforcement"].(map[string]any)["PRIORITY_NOT_ALLOWED"] = stage
+	})
 	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: stageRevision(stage)})
 	if err != nil {
 		t.Fatal(err)
@@ -157,15 +139,6 @@ func publishStage(t *testing.T, path, stage string) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // findViolation returns the decision's violation of code, which must sit

@@ -5,12 +5,9 @@ package load
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -18,9 +15,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
@@ -84,19 +83,13 @@ func revisionQueue(tenant string, r int) string { return fmt.Sprintf("%s-r%d", t
 // buildRevision builds bundle rN of the load model with its queues.
 func buildRevision(t *testing.T, r int) []byte {
 	t.Helper()
-	dir := loadPolicies(t)
-	modelPath := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(modelPath)
-	require.NoError(t, err)
-	var model map[string]any
-	require.NoError(t, json.Unmarshal(raw, &model))
-	for i := range tenants {
-		tenant := fmt.Sprintf("team-%d", i)
-		model["tenants"].(map[string]any)[tenant].(map[string]any)["queue"] = revisionQueue(tenant, r)
-	}
-	raw, err = json.Marshal(model)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(modelPath, raw, 0o600))
+	dir := fixtures.PolicyDir(t, func(model map[string]any) {
+		loadModel(model)
+		for i := range tenants {
+			tenant := fmt.Sprintf("team-%d", i)
+			model["tenants"].(map[string]any)[tenant].(map[string]any)["queue"] = revisionQueue(tenant, r)
+		}
+	})
 	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: fmt.Sprintf("r%d", r)})
 	require.NoError(t, err)
 	var buf bytes.Buffer
@@ -118,43 +111,31 @@ type created struct {
 // not slow the offered rate until every worker is busy), until stop.
 func (h *harness) steadyLoad(prefix string, rate, workers int, stop <-chan struct{}) []created {
 	jobs := make(chan int, workers)
+	go func() {
+		defer close(jobs)
+		period := time.Second / time.Duration(rate)
+		began := time.Now()
+		for i := 0; ; i++ {
+			time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
+			select {
+			case <-stop:
+				return
+			case jobs <- i:
+			}
+		}
+	}()
 	var (
 		mu      sync.Mutex
 		results []created
-		wg      sync.WaitGroup
 	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%05d", prefix, i), "train")
-				c := created{namespace: pod.Namespace, name: pod.Name, start: time.Now()}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				c.err = h.env.Client.Create(ctx, pod)
-				cancel()
-				c.end = time.Now()
-				c.revision = pod.Annotations[webhook.AnnotationPolicyRevision]
-				c.queue = pod.Labels[scheduler.LabelKAIQueue]
-				mu.Lock()
-				results = append(results, c)
-				mu.Unlock()
-			}
-		}()
-	}
-	period := time.Second / time.Duration(rate)
-	began := time.Now()
-feed:
-	for i := 0; ; i++ {
-		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
-		select {
-		case <-stop:
-			break feed
-		case jobs <- i:
-		}
-	}
-	close(jobs)
-	wg.Wait()
+	h.createPods(workers, jobs, func(i int) *corev1.Pod {
+		return gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%05d", prefix, i), "train")
+	}, func(pod *corev1.Pod, start, end time.Time, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		results = append(results, created{namespace: pod.Namespace, name: pod.Name, start: start, end: end, err: err,
+			revision: pod.Annotations[webhook.AnnotationPolicyRevision], queue: pod.Labels[scheduler.LabelKAIQueue]})
+	})
 	return results
 }
 
