@@ -11,18 +11,14 @@ import (
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
 func defaultEvaluator(t *testing.T) *evaluator.Evaluator {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "test")
-	require.NoError(t, err)
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
-	return ev
+	return fixtures.Evaluator(t, "test", nil)
 }
 
 // fixture is a block of four 8-GPU nodes, two of them free.

@@ -20,7 +20,6 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
@@ -42,22 +41,15 @@ func (r *recordingDecider) Decide(ctx context.Context, in evaluator.Input) (eval
 
 var (
 	evalOnce sync.Once
-	evalErr  error
 	theEval  *evaluator.Evaluator
 )
 
+// testEvaluator is the default policies, prepared once per test binary.
 func testEvaluator(t testing.TB) *evaluator.Evaluator {
 	t.Helper()
-	evalOnce.Do(func() {
-		p, err := evaluator.LoadFS(policies.FS, "embedded")
-		if err != nil {
-			evalErr = err
-			return
-		}
-		theEval, evalErr = evaluator.New(context.Background(), p, evaluator.Options{})
-	})
-	if evalErr != nil {
-		t.Fatalf("evaluator: %v", evalErr)
+	evalOnce.Do(func() { theEval = fixtures.Evaluator(t, "embedded", nil) })
+	if theEval == nil {
+		t.Fatal("evaluator: preparing the default policies failed in an earlier test")
 	}
 	return theEval
 }

@@ -13,16 +13,12 @@ import (
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 	r, _ := newTestReviewer(t)
-	p, err := evaluator.LoadFS(policies.FS, "r2")
-	require.NoError(t, err)
-	r2, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
+	r2 := fixtures.Evaluator(t, "r2", nil)
 	var active atomic.Pointer[evaluator.Evaluator]
 	var asked atomic.Int32
 	r.Decider = nil

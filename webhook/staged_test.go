@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
@@ -20,11 +19,9 @@ import (
 // rules are staged at action.
 func stagedReviewer(t *testing.T, action string) *Reviewer {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "staged-"+action)
-	require.NoError(t, err)
-	p.Data["mandate"].(map[string]any)["model"].(map[string]any)["enforcement"] = map[string]any{"quota": action}
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
+	ev := fixtures.Evaluator(t, "staged-"+action, func(model map[string]any) {
+		model["enforcement"] = map[string]any{"quota": action}
+	})
 	r, _ := newTestReviewer(t)
 	r.Decider = ev
 	return r
