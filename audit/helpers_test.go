@@ -17,7 +17,7 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
 	"github.com/mandate-dev/mandate/webhook/workload"
@@ -33,11 +33,7 @@ const (
 // defaultPolicy is the embedded authority model, as `mandate serve` runs it.
 func defaultPolicy(t *testing.T) *evaluator.Evaluator {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "embedded")
-	require.NoError(t, err)
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
-	return ev
+	return fixtures.Evaluator(t, "embedded", nil)
 }
 
 type unstructuredObj = unstructured.Unstructured
@@ -46,13 +42,7 @@ type unstructuredObj = unstructured.Unstructured
 // "candidate".
 func policyWith(t *testing.T, edit func(tenants map[string]any)) *evaluator.Evaluator {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "candidate")
-	require.NoError(t, err)
-	model := p.Data["mandate"].(map[string]any)["model"].(map[string]any)
-	edit(model["tenants"].(map[string]any))
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
-	return ev
+	return fixtures.Evaluator(t, "candidate", func(model map[string]any) { edit(model["tenants"].(map[string]any)) })
 }
 
 // candidatePolicy is the embedded model with the edits of a promotion:

@@ -8,16 +8,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	schedulingv1 "k8s.io/api/scheduling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // createCluster creates the objects of a snapshot in a real API server:
@@ -29,9 +31,7 @@ import (
 func createCluster(t *testing.T, c client.Client, inv *audit.Inventory) {
 	t.Helper()
 	ctx := context.Background()
-	for name, value := range map[string]int32{"train": 50, "build-preemptible": 75, "build": 100, "inference": 125} {
-		require.NoError(t, c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}))
-	}
+	require.NoError(t, fixtures.CreatePriorityClasses(ctx, c))
 	fresh := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		out := obj.DeepCopy()
 		out.SetUID("")
@@ -46,15 +46,9 @@ func createCluster(t *testing.T, c client.Client, inv *audit.Inventory) {
 		}
 	}
 	for _, n := range inv.Nodes {
-		obj := fresh(n)
-		status := obj.Object["status"]
-		require.NoError(t, c.Create(ctx, obj), n.GetName())
-		// The API server taints a new node not-ready; the node lifecycle
-		// controller, which envtest does not run, lifts it once Ready.
-		unstructured.RemoveNestedField(obj.Object, "spec", "taints")
-		require.NoError(t, c.Update(ctx, obj), n.GetName())
-		obj.Object["status"] = status
-		require.NoError(t, c.Status().Update(ctx, obj), n.GetName())
+		node := &corev1.Node{}
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(fresh(n).Object, node), n.GetName())
+		require.NoError(t, fixtures.CreateNode(ctx, c, node))
 	}
 	uids := map[string]types.UID{}
 	for _, o := range inv.Owners {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 func TestBuildManifest(t *testing.T) {
@@ -72,19 +72,7 @@ func TestLoadDecidesAsTheDirectory(t *testing.T) {
 }
 
 func sampleInput(tenant string, gpus int) evaluator.Input {
-	labels := map[string]string{}
-	if tenant != "" {
-		labels[workload.LabelTenant] = tenant
-	}
-	return evaluator.Input{
-		Request:   evaluator.Request{Operation: "CREATE", User: "alice"},
-		Namespace: evaluator.Namespace{Name: "ns", Labels: labels},
-		Workload: workload.Workload{
-			Kind: "Job", APIVersion: "batch/v1", Name: "j", Namespace: "ns", Tenant: tenant,
-			Class: workload.ClassTraining, Pods: 1, GPUsPerPod: gpus, TotalGPUs: gpus, GPUResource: "nvidia.com/gpu",
-		},
-		Object: map[string]any{"kind": "Job", "metadata": map[string]any{"name": "j"}},
-	}
+	return fixtures.JobInput(tenant, 1, gpus)
 }
 
 func TestGitRevision(t *testing.T) {

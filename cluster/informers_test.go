@@ -11,21 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 func TestWatch(t *testing.T) {
 	ctx := context.Background()
-	p, err := evaluator.LoadFS(policies.FS, "embedded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := evaluator.New(ctx, p, evaluator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := fixtures.Evaluator(t, "embedded", nil)
 	s, err := New(ev.Model())
 	if err != nil {
 		t.Fatal(err)

@@ -7,19 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // stagedEvaluator is the default authority model with its enforcement data
 // replaced: the Rego is untouched.
 func stagedEvaluator(t *testing.T, enforcement map[string]any) *evaluator.Evaluator {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "staged")
-	require.NoError(t, err)
-	p.Data["mandate"].(map[string]any)["model"].(map[string]any)["enforcement"] = enforcement
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
-	return ev
+	return fixtures.Evaluator(t, "staged", func(model map[string]any) { model["enforcement"] = enforcement })
 }
 
 // TestDecideStagesEnforcement decides the same workload (a priority class

@@ -11,57 +11,47 @@ import (
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology"
-	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
 func defaultEvaluator(t *testing.T) *evaluator.Evaluator {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "test")
+	return fixtures.Evaluator(t, "test", nil)
+}
+
+// cliqueSnapshot is a cluster of 8-GPU nodes named names, with used[i]
+// GPUs of node i taken, all in one clique; domain names its zone, spine
+// block, leaf block and clique.
+func cliqueSnapshot(t *testing.T, domain [4]string, names []string, used []int) *topology.Snapshot {
+	t.Helper()
+	var nodes []topology.FixtureNode
+	for i, name := range names {
+		nodes = append(nodes, topology.FixtureNode{
+			Name: name,
+			Labels: map[string]string{
+				"topology.kubernetes.io/zone": domain[0], "mandate.dev/spine-block": domain[1], "mandate.dev/leaf-block": domain[2],
+				"nvidia.com/gpu.clique": domain[3], "kubernetes.io/hostname": name,
+			},
+			Allocatable: map[string]int{"nvidia.com/gpu": 8},
+			Used:        map[string]int{"nvidia.com/gpu": used[i]},
+		})
+	}
+	s, err := topology.FromFixture(topology.Fixture{Levels: defaultEvaluator(t).Model().Topology.Levels, Nodes: nodes})
 	require.NoError(t, err)
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
-	return ev
+	return s
 }
 
 // fixture is a block of four 8-GPU nodes, two of them free.
 func fixture(t *testing.T) *topology.Snapshot {
 	t.Helper()
-	node := func(name string, used int) topology.FixtureNode {
-		return topology.FixtureNode{
-			Name: name,
-			Labels: map[string]string{
-				"topology.kubernetes.io/zone": "z", "mandate.dev/spine-block": "s", "mandate.dev/leaf-block": "b",
-				"nvidia.com/gpu.clique": "c", "kubernetes.io/hostname": name,
-			},
-			Allocatable: map[string]int{"nvidia.com/gpu": 8},
-			Used:        map[string]int{"nvidia.com/gpu": used},
-		}
-	}
-	s, err := topology.FromFixture(topology.Fixture{
-		Levels: defaultEvaluator(t).Model().Topology.Levels,
-		Nodes:  []topology.FixtureNode{node("n1", 8), node("n2", 0), node("n3", 0), node("n4", 8)},
-	})
-	require.NoError(t, err)
-	return s
+	return cliqueSnapshot(t, [4]string{"z", "s", "b", "c"}, []string{"n1", "n2", "n3", "n4"}, []int{8, 0, 0, 8})
 }
 
 func input(tenant string, pods, gpus int, usage map[string]map[string]ledger.Usage) evaluator.Input {
-	labels := map[string]string{}
-	if tenant != "" {
-		labels[workload.LabelTenant] = tenant
-	}
-	return evaluator.Input{
-		Request:   evaluator.Request{Operation: "CREATE", User: "alice"},
-		Namespace: evaluator.Namespace{Name: "ns", Labels: labels},
-		Workload: workload.Workload{
-			Kind: "Job", APIVersion: "batch/v1", Name: "j", Namespace: "ns", Tenant: tenant,
-			Class: workload.ClassTraining, Pods: pods, GPUsPerPod: gpus, TotalGPUs: pods * gpus, GPUResource: "nvidia.com/gpu",
-		},
-		Usage:  usage,
-		Object: map[string]any{"kind": "Job", "metadata": map[string]any{"name": "j"}},
-	}
+	in := fixtures.JobInput(tenant, pods, gpus)
+	in.Usage = usage
+	return in
 }
 
 func TestDecide(t *testing.T) {
@@ -198,23 +188,7 @@ func TestLoadPathsNeedsRego(t *testing.T) {
 // fixtureSnapshot is the cluster of the Rego tests' fixture, in Go.
 func fixtureSnapshot(t *testing.T) *topology.Snapshot {
 	t.Helper()
-	levels := defaultEvaluator(t).Model().Topology.Levels
-	var nodes []topology.FixtureNode
-	for i, used := range []int{8, 0, 4, 0} {
-		name := []string{"h1", "h2", "h3", "h4"}[i]
-		nodes = append(nodes, topology.FixtureNode{
-			Name: name,
-			Labels: map[string]string{
-				"topology.kubernetes.io/zone": "zone-a", "mandate.dev/spine-block": "s1", "mandate.dev/leaf-block": "b1",
-				"nvidia.com/gpu.clique": "c1", "kubernetes.io/hostname": name,
-			},
-			Allocatable: map[string]int{"nvidia.com/gpu": 8},
-			Used:        map[string]int{"nvidia.com/gpu": used},
-		})
-	}
-	s, err := topology.FromFixture(topology.Fixture{Levels: levels, Nodes: nodes})
-	require.NoError(t, err)
-	return s
+	return cliqueSnapshot(t, [4]string{"zone-a", "s1", "b1", "c1"}, []string{"h1", "h2", "h3", "h4"}, []int{8, 0, 4, 0})
 }
 
 func TestExplanationsOnDemand(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // reviewBody is an AdmissionReview as the API server POSTs it.
@@ -50,11 +52,11 @@ func post(t testing.TB, h http.Handler, body []byte, contentType string) (int, *
 func FuzzMutate(f *testing.F) {
 	r, _ := newTestReviewer(f)
 	h := NewHandlers(HandlerOptions{Reviewer: r, Owners: &fakeOwners{}}).Mutate
-	for _, obj := range []string{platformTooBig, visionSweep, llmFinetune, sweepPod} {
+	for _, obj := range []string{fixtures.PlatformTooBig, fixtures.VisionSweep, llmFinetune, sweepPod} {
 		f.Add(reviewBody(f, admissionRequest(f, admissionv1.Create, obj, "", "alice")), "application/json")
 	}
-	valid := reviewBody(f, admissionRequest(f, admissionv1.Create, visionSweep, "", "alice"))
-	unknown := admissionRequest(f, admissionv1.Create, visionSweep, "", "alice")
+	valid := reviewBody(f, admissionRequest(f, admissionv1.Create, fixtures.VisionSweep, "", "alice"))
+	unknown := admissionRequest(f, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	unknown.Kind.Group, unknown.Kind.Kind = "apps", "Deployment"
 	f.Add(reviewBody(f, unknown), "application/json")
 	f.Add(valid, "text/plain")                                                                         // wrong content type
@@ -105,7 +107,7 @@ func FuzzMutate(f *testing.F) {
 func TestMutateHTTP(t *testing.T) {
 	r, _ := newTestReviewer(t)
 	h := NewHandlers(HandlerOptions{Reviewer: r}).Mutate
-	req := admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice")
+	req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice")
 
 	code, review, err := post(t, h, reviewBody(t, req), "application/json")
 

@@ -21,68 +21,17 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
 	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
+// llmFinetune needs 64 GPUs in one leaf block; the only one has a busy
+// node, so it is admitted and waits, with a warning.
+var llmFinetune = fixtures.LLMFinetune(7)
+
 // Fixtures, after examples/workloads.
 const (
-	// The platform team's ceiling is 16 GPUs; 24 could never run.
-	platformTooBig = `
-apiVersion: batch/v1
-kind: Job
-metadata: {name: ci-gpu-matrix, namespace: platform}
-spec:
-  parallelism: 3
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: test
-        image: ci
-        resources: {limits: {nvidia.com/gpu: "8"}}
-`
-	// A small Volcano-scheduled sweep of research-vision.
-	visionSweep = `
-apiVersion: batch/v1
-kind: Job
-metadata: {name: vit-sweep, namespace: vision, labels: {mandate.dev/class: training}}
-spec:
-  parallelism: 2
-  completions: 2
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: train
-        image: vit
-        resources: {limits: {nvidia.com/gpu: "4"}}
-`
-	// 64 GPUs must sit in one leaf block; the only one has a busy node, so
-	// it is admitted and waits, with a warning.
-	llmFinetune = `
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: llama-finetune, namespace: llm}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: llama
-            resources: {limits: {nvidia.com/gpu: "8"}}
-    Worker:
-      replicas: 7
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: llama
-            resources: {limits: {nvidia.com/gpu: "8"}}
-`
 	// A pod of the vit-sweep Job, as the Job controller creates it.
 	sweepPod = `
 apiVersion: v1
@@ -126,7 +75,7 @@ func nestedString(t *testing.T, obj *unstructured.Unstructured, fields ...string
 func TestMutatorDenies(t *testing.T) {
 	r, _ := newTestReviewer(t)
 	m := &Mutator{Reviewer: r}
-	req := admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice", "platform-devs")
+	req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice", "platform-devs")
 
 	resp := m.Handle(context.Background(), req)
 
@@ -146,7 +95,7 @@ func TestMutatorDenies(t *testing.T) {
 func TestMutatorPatches(t *testing.T) {
 	r, rec := newTestReviewer(t)
 	m := &Mutator{Reviewer: r}
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob", "vision-devs")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob", "vision-devs")
 
 	resp := m.Handle(context.Background(), req)
 
@@ -184,7 +133,7 @@ func TestMutatorWarns(t *testing.T) {
 func TestMutatorDryRun(t *testing.T) {
 	r, rec := newTestReviewer(t)
 	m := &Mutator{Reviewer: r}
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob")
 	req.DryRun = ptr.To(true)
 
 	resp := m.Handle(context.Background(), req)
@@ -216,7 +165,7 @@ func (f *fakeOwners) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 // admittedOwner returns the vit-sweep Job as the mutating webhook stored it.
 func admittedOwner(t *testing.T, m *Mutator) *unstructured.Unstructured {
 	t.Helper()
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob")
 	resp := m.Handle(context.Background(), req)
 	require.True(t, resp.Allowed)
 	job := applyPatch(t, req, resp)
@@ -300,7 +249,7 @@ func TestMutatorInputErrors(t *testing.T) {
 			wantAllowed: true, wantMessage: "only creates"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice")
+			req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice")
 			tc.edit(&req)
 			before := rec.calls.Load()
 
@@ -320,7 +269,7 @@ func TestMutatorInputErrors(t *testing.T) {
 func TestMutatorExemptNamespace(t *testing.T) {
 	r, rec := newTestReviewer(t)
 	m := &Mutator{Reviewer: r, ExemptNamespaces: []string{"platform"}}
-	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice"))
+	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice"))
 	assert.True(t, resp.Allowed)
 	assert.Zero(t, rec.calls.Load())
 }
@@ -328,7 +277,7 @@ func TestMutatorExemptNamespace(t *testing.T) {
 func TestValidatorWorkloads(t *testing.T) {
 	r, rec := newTestReviewer(t)
 	v := &Validator{Reviewer: r}
-	marked, err := yaml.YAMLToJSON([]byte(platformTooBig))
+	marked, err := yaml.YAMLToJSON([]byte(fixtures.PlatformTooBig))
 	require.NoError(t, err)
 	obj := &unstructured.Unstructured{}
 	require.NoError(t, json.Unmarshal(marked, &obj.Object))
@@ -342,8 +291,8 @@ func TestValidatorWorkloads(t *testing.T) {
 		wantAllowed bool
 		wantDecided bool
 	}{
-		{name: "unmarked and forbidden: decided and denied", obj: platformTooBig, wantDecided: true},
-		{name: "unmarked and allowed: decided and admitted", obj: visionSweep, wantAllowed: true, wantDecided: true},
+		{name: "unmarked and forbidden: decided and denied", obj: fixtures.PlatformTooBig, wantDecided: true},
+		{name: "unmarked and allowed: decided and admitted", obj: fixtures.VisionSweep, wantAllowed: true, wantDecided: true},
 		{name: "marked by the mutating webhook: admitted", obj: string(markedYAML), wantAllowed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

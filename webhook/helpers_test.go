@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +20,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // recordingDecider counts decisions and keeps the last input.
@@ -42,55 +41,17 @@ func (r *recordingDecider) Decide(ctx context.Context, in evaluator.Input) (eval
 
 var (
 	evalOnce sync.Once
-	evalErr  error
 	theEval  *evaluator.Evaluator
 )
 
+// testEvaluator is the default policies, prepared once per test binary.
 func testEvaluator(t testing.TB) *evaluator.Evaluator {
 	t.Helper()
-	evalOnce.Do(func() {
-		p, err := evaluator.LoadFS(policies.FS, "embedded")
-		if err != nil {
-			evalErr = err
-			return
-		}
-		theEval, evalErr = evaluator.New(context.Background(), p, evaluator.Options{})
-	})
-	if evalErr != nil {
-		t.Fatalf("evaluator: %v", evalErr)
+	evalOnce.Do(func() { theEval = fixtures.Evaluator(t, "embedded", nil) })
+	if theEval == nil {
+		t.Fatal("evaluator: preparing the default policies failed in an earlier test")
 	}
 	return theEval
-}
-
-// testNamespaces map namespace → tenant, as in the example cluster.
-var testNamespaces = map[string]string{
-	"platform": "platform",
-	"product":  "product",
-	"vision":   "research-vision",
-	"llm":      "research-llm",
-}
-
-// GPUNode is an 8-GPU H100 node in zone-a, spine s1, leaf block b1, clique
-// b1-c<i/4>.
-func GPUNode(i int) *corev1.Node {
-	name := fmt.Sprintf("h100-b1-%d", i)
-	gpus := resource.MustParse("8")
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"kubernetes.io/hostname":      name,
-			"topology.kubernetes.io/zone": "zone-a",
-			"mandate.dev/spine-block":     "s1",
-			"mandate.dev/leaf-block":      "b1",
-			"nvidia.com/gpu.clique":       fmt.Sprintf("b1-c%d", i/4),
-			"nvidia.com/gpu.product":      "NVIDIA-H100-80GB-HBM3",
-			"nvidia.com/gpu.count":        "8",
-		}},
-		Status: corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{"nvidia.com/gpu": gpus, corev1.ResourceCPU: resource.MustParse("192")},
-			Allocatable: corev1.ResourceList{"nvidia.com/gpu": gpus, corev1.ResourceCPU: resource.MustParse("192")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
-	}
 }
 
 // newTestReviewer is a Reviewer over 8 nodes of one leaf block, the
@@ -104,10 +65,10 @@ func newTestReviewer(t testing.TB) (*Reviewer, *recordingDecider) {
 		t.Fatal(err)
 	}
 	for i := range 8 {
-		st.UpsertNode(GPUNode(i))
+		st.UpsertNode(fixtures.GPUNode(i))
 	}
-	for ns, tenant := range testNamespaces {
-		st.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"mandate.dev/tenant": tenant}}})
+	for ns, tenant := range fixtures.Tenants() {
+		st.UpsertNamespace(fixtures.TenantNamespace(ns, tenant))
 	}
 	st.UpsertPod(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: "platform"},

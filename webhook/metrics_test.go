@@ -21,6 +21,7 @@ import (
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // failingDecider fails every decision with err.
@@ -69,9 +70,9 @@ func TestDecisionMetricsAndLog(t *testing.T) {
 	jobAllowed := histogramCount(t, webhookMutate, "CREATE", "Job", resultAllowed)
 	podAllowed := histogramCount(t, webhookMutate, "CREATE", "Pod", resultAllowed)
 
-	deny := m.Handle(ctx, admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice"))
+	deny := m.Handle(ctx, admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice"))
 	require.False(t, deny.Allowed)
-	allowReq := admissionRequest(t, admissionv1.Create, visionSweep, "", "alice")
+	allowReq := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	allow := m.Handle(ctx, allowReq)
 	require.True(t, allow.Allowed)
 
@@ -127,7 +128,7 @@ func TestEvaluationErrorReasons(t *testing.T) {
 			before := testutil.ToFloat64(evaluationErrors.WithLabelValues(tc.wantReason))
 			errorsBefore := testutil.ToFloat64(decisions.WithLabelValues(webhookValidate, resultError))
 
-			resp := v.Handle(context.Background(), admissionRequest(t, admissionv1.Create, visionSweep, "", "alice"))
+			resp := v.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "alice"))
 
 			require.False(t, resp.Allowed)
 			assert.Equal(t, before+1, testutil.ToFloat64(evaluationErrors.WithLabelValues(tc.wantReason)))
@@ -143,7 +144,7 @@ func TestEvaluationErrorReasons(t *testing.T) {
 func TestLabelsAreBounded(t *testing.T) {
 	assert.Equal(t, "other", operationLabel("SOMETHING"))
 	assert.Equal(t, "CREATE", operationLabel(admissionv1.Create))
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "alice")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	assert.Equal(t, "Job", kindLabel(req.Kind))
 	req.Kind.Group = "batch.volcano.sh"
 	assert.Equal(t, "VolcanoJob", kindLabel(req.Kind))
@@ -160,7 +161,7 @@ func TestReinvocationIsMarked(t *testing.T) {
 	dl, err := decisionlog.New(slog.NewJSONHandler(&buf, nil), decisionlog.DefaultOptions())
 	require.NoError(t, err)
 	m := &Mutator{Reviewer: r, Decisions: dl}
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "alice")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	first := m.Handle(context.Background(), req)
 	require.True(t, first.Allowed)
 	again := req
@@ -177,7 +178,7 @@ func TestReinvocationIsMarked(t *testing.T) {
 // BenchmarkRecordDecision measures what metrics add to a decided request
 // (the decision log off).
 func BenchmarkRecordDecision(b *testing.B) {
-	req := admissionRequest(b, admissionv1.Create, visionSweep, "", "alice")
+	req := admissionRequest(b, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job"}}
 	review := Review{Decision: evaluator.Decision{Allowed: true, Warned: []evaluator.Violation{
 		{Code: "TOPOLOGY_WAITS", Dimension: evaluator.DimensionTopology, Enforcement: evaluator.EnforceWarn}}}}

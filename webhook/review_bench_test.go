@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // BenchmarkReview: one dry-run review of a Volcano sweep, without and with
@@ -40,7 +41,7 @@ func BenchmarkReview(b *testing.B) {
 func benchObject(b *testing.B) *unstructured.Unstructured {
 	b.Helper()
 	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(visionSweep), &obj.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(fixtures.VisionSweep), &obj.Object); err != nil {
 		b.Fatal(err)
 	}
 	return obj

@@ -19,16 +19,13 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
 func exampleReviewer(t *testing.T) *webhook.Reviewer {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "test")
-	require.NoError(t, err)
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
+	ev := fixtures.Evaluator(t, "test", nil)
 	state, err := cluster.New(ev.Model())
 	require.NoError(t, err)
 	require.NoError(t, state.LoadFile("../examples/cluster.yaml"))

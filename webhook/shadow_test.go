@@ -15,6 +15,7 @@ import (
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 func TestDifferences(t *testing.T) {
@@ -87,7 +88,7 @@ func candidateEvaluator(t *testing.T) *evaluator.Evaluator {
 }
 
 func TestReviewerShadowIsNeverEnforced(t *testing.T) {
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob", "vision-devs")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob", "vision-devs")
 	plain, _ := newTestReviewer(t)
 	want := (&Mutator{Reviewer: plain}).Handle(context.Background(), req)
 	require.True(t, want.Allowed, "result: %+v", want.Result)
@@ -112,7 +113,7 @@ func TestReviewerShadowIsNeverEnforced(t *testing.T) {
 	assert.Same(t, active.last.Cluster, shadow.last.Cluster)
 	assert.Equal(t, 8, r.State.Usage("research-vision")["research-vision"]["nvidia.com/gpu"].Total, "reserved once, by the active revision")
 
-	obj := objectOf(t, visionSweep)
+	obj := objectOf(t, fixtures.VisionSweep)
 	review, err := r.Review(context.Background(), obj, evaluator.Request{Operation: "CREATE", DryRun: true})
 	require.NoError(t, err)
 	require.NotNil(t, review.Shadow)
@@ -127,7 +128,7 @@ func TestReviewerShadowErrorsNeverFailAdmission(t *testing.T) {
 	r, _ := newTestReviewer(t)
 	r.Shadow = func() Decider { return failingDecider{errors.New("evaluation deadline exceeded")} }
 	errors := count(t, shadowDecisions.WithLabelValues("error"))
-	review, err := r.Review(context.Background(), objectOf(t, visionSweep), evaluator.Request{Operation: "CREATE"})
+	review, err := r.Review(context.Background(), objectOf(t, fixtures.VisionSweep), evaluator.Request{Operation: "CREATE"})
 	require.NoError(t, err)
 	assert.True(t, review.Decision.Allowed)
 	assert.NotNil(t, review.Mutated)
@@ -136,7 +137,7 @@ func TestReviewerShadowErrorsNeverFailAdmission(t *testing.T) {
 
 	// No shadow revision active (yet): nothing to compare.
 	r.Shadow = func() Decider { return nil }
-	review, err = r.Review(context.Background(), objectOf(t, visionSweep), evaluator.Request{Operation: "CREATE"})
+	review, err = r.Review(context.Background(), objectOf(t, fixtures.VisionSweep), evaluator.Request{Operation: "CREATE"})
 	require.NoError(t, err)
 	assert.Nil(t, review.Shadow)
 }
@@ -145,7 +146,7 @@ func TestReviewerShadowAgreeing(t *testing.T) {
 	r, _ := newTestReviewer(t)
 	r.Shadow = func() Decider { return testEvaluator(t) }
 	same := count(t, shadowDecisions.WithLabelValues("same"))
-	review, err := r.Review(context.Background(), objectOf(t, visionSweep), evaluator.Request{Operation: "CREATE"})
+	review, err := r.Review(context.Background(), objectOf(t, fixtures.VisionSweep), evaluator.Request{Operation: "CREATE"})
 	require.NoError(t, err)
 	require.NotNil(t, review.Shadow)
 	assert.Empty(t, review.Shadow.Differences)

@@ -20,15 +20,12 @@ import (
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 	r, _ := newTestReviewer(t)
-	p, err := evaluator.LoadFS(policies.FS, "r2")
-	require.NoError(t, err)
-	r2, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
+	r2 := fixtures.Evaluator(t, "r2", nil)
 	var active atomic.Pointer[evaluator.Evaluator]
 	var asked atomic.Int32
 	r.Decider = nil
@@ -40,7 +37,7 @@ func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 		return nil
 	}
 	m := &Mutator{Reviewer: r}
-	req := admissionRequest(t, admissionv1.Create, visionSweep, "", "bob", "vision-devs")
+	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob", "vision-devs")
 
 	resp := m.Handle(context.Background(), req)
 	require.False(t, resp.Allowed, "nothing active yet")
@@ -63,7 +60,7 @@ func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 func TestDeniedObjectsCarryNoRevisionAnnotation(t *testing.T) {
 	r, _ := newTestReviewer(t)
 	m := &Mutator{Reviewer: r}
-	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "alice", "platform-devs"))
+	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice", "platform-devs"))
 	require.False(t, resp.Allowed)
 	assert.Empty(t, resp.Patches)
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
@@ -146,7 +143,7 @@ func TestBundleActivationReshapesState(t *testing.T) {
 	_, src, err := s.policy(ctx, o)
 	require.NoError(t, err)
 	for i := range 8 {
-		s.State.UpsertNode(GPUNode(i))
+		s.State.UpsertNode(fixtures.GPUNode(i))
 	}
 	s.State.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vision", Labels: map[string]string{"mandate.dev/tenant": "research-vision"}}})
 	assert.Contains(t, s.State.Usage("research-vision"), "research")

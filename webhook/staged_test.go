@@ -12,18 +12,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // stagedReviewer decides with the default authority model whose quota
 // rules are staged at action.
 func stagedReviewer(t *testing.T, action string) *Reviewer {
 	t.Helper()
-	p, err := evaluator.LoadFS(policies.FS, "staged-"+action)
-	require.NoError(t, err)
-	p.Data["mandate"].(map[string]any)["model"].(map[string]any)["enforcement"] = map[string]any{"quota": action}
-	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
-	require.NoError(t, err)
+	ev := fixtures.Evaluator(t, "staged-"+action, func(model map[string]any) {
+		model["enforcement"] = map[string]any{"quota": action}
+	})
 	r, _ := newTestReviewer(t)
 	r.Decider = ev
 	return r
@@ -39,7 +37,7 @@ func TestStagedEnforcementResponses(t *testing.T) {
 		r := stagedReviewer(t, action)
 		for name, h := range map[string]admission.Handler{"mutate": &Mutator{Reviewer: r}, "validate": &Validator{Reviewer: r}} {
 			t.Run(action+"/"+name, func(t *testing.T) {
-				resp := h.Handle(context.Background(), admissionRequest(t, admissionv1.Create, platformTooBig, "", "dave"))
+				resp := h.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "dave"))
 				var coded []string
 				for _, w := range resp.Warnings {
 					if strings.HasPrefix(w, code+": ") {

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/bundles"
-	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 const (
@@ -29,20 +29,12 @@ const (
 // research-llm on another queue) into a bundle file.
 func candidateBundle(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "policies")
-	require.NoError(t, os.CopyFS(dir, policies.FS))
-	modelPath := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(modelPath)
-	require.NoError(t, err)
-	var model map[string]any
-	require.NoError(t, json.Unmarshal(raw, &model))
-	tenants := model["tenants"].(map[string]any)
-	tenants["research-vision"].(map[string]any)["quota"] = map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": 4, "ceiling": 4}}
-	tenants["product"].(map[string]any)["priorityClasses"] = []any{"train", "build-preemptible", "inference"}
-	tenants["research-llm"].(map[string]any)["queue"] = "llm-v2"
-	out, err := json.Marshal(model)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(modelPath, out, 0o600))
+	dir := fixtures.PolicyDir(t, func(model map[string]any) {
+		tenants := model["tenants"].(map[string]any)
+		tenants["research-vision"].(map[string]any)["quota"] = map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": 4, "ceiling": 4}}
+		tenants["product"].(map[string]any)["priorityClasses"] = []any{"train", "build-preemptible", "inference"}
+		tenants["research-llm"].(map[string]any)["queue"] = "llm-v2"
+	})
 	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: "candidate-7"})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "candidate.tar.gz")

@@ -2,29 +2,20 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // stagedPolicies copies the default policies and sets one enforcement entry
 // in their data, leaving the Rego untouched.
 func stagedPolicies(t *testing.T, key, action string) string {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.CopyFS(dir, os.DirFS("../../policies")))
-	path := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var data map[string]any
-	require.NoError(t, json.Unmarshal(raw, &data))
-	data["enforcement"].(map[string]any)[key] = action
-	raw, err = json.Marshal(data)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, raw, 0o600))
-	return dir
+	return fixtures.PolicyDir(t, func(model map[string]any) {
+		model["enforcement"].(map[string]any)[key] = action
+	})
 }
 
 // TestEvalStagedEnforcement evaluates the same workload, a class above its

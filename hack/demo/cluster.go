@@ -14,11 +14,13 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // loadManifests reads every object of a multi-document YAML or JSON file.
@@ -84,8 +86,9 @@ func (c loadCounts) String() string {
 }
 
 // loadCluster creates the snapshot's objects as kubectl would, then sets
-// the status of nodes (allocatable, Ready) and pods (Running), which create
-// ignores. Pods are bound to their nodes by spec.nodeName.
+// the status of pods (Running), which create ignores; nodes are registered
+// as their kubelets would (fixtures.CreateNode: allocatable, Ready, the
+// not-ready taint lifted). Pods are bound to their nodes by spec.nodeName.
 func loadCluster(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, priorities []*schedulingv1.PriorityClass) (loadCounts, error) {
 	var n loadCounts
 	for _, pc := range priorities {
@@ -107,62 +110,37 @@ func loadCluster(ctx context.Context, c client.Client, objs []*unstructured.Unst
 			return n, err
 		}
 		kind := obj.GetKind()
+		if kind == "Node" {
+			node := &corev1.Node{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, node); err != nil {
+				return n, fmt.Errorf("Node %s: %w", name(obj), err)
+			}
+			if err := fixtures.CreateNode(ctx, c, node); err != nil {
+				return n, err
+			}
+			n.nodes++
+			continue
+		}
 		status, hasStatus := obj.Object["status"]
 		created := obj.DeepCopy()
 		delete(created.Object, "status")
 		if err := c.Create(ctx, created); err != nil {
 			return n, fmt.Errorf("%s %s: %w", kind, name(obj), err)
 		}
-		if hasStatus && (kind == "Node" || kind == "Pod") {
+		if hasStatus && kind == "Pod" {
 			created.Object["status"] = status
 			if err := c.Status().Update(ctx, created); err != nil {
 				return n, fmt.Errorf("status of %s %s: %w", kind, name(obj), err)
 			}
 		}
-		if kind == "Node" {
-			if err := untaintNotReady(ctx, c, created); err != nil {
-				return n, err
-			}
-		}
 		switch kind {
 		case "Namespace":
 			n.namespaces++
-		case "Node":
-			n.nodes++
 		case "Pod":
 			n.pods++
 		}
 	}
 	return n, nil
-}
-
-// untaintNotReady does the node lifecycle controller's job, which no
-// controller does here: the API server's TaintNodesByCondition admission
-// taints every new node node.kubernetes.io/not-ready:NoSchedule, and only
-// that controller lifts it once the node reports Ready. Left in place, no
-// node would count as capacity.
-func untaintNotReady(ctx context.Context, c client.Client, node *unstructured.Unstructured) error {
-	taints, _, err := unstructured.NestedSlice(node.Object, "spec", "taints")
-	if err != nil {
-		return fmt.Errorf("node %s: %w", node.GetName(), err)
-	}
-	kept := taints[:0:0]
-	for _, t := range taints {
-		if m, ok := t.(map[string]any); ok && m["key"] == corev1.TaintNodeNotReady {
-			continue
-		}
-		kept = append(kept, t)
-	}
-	if len(kept) == len(taints) {
-		return nil
-	}
-	if err := unstructured.SetNestedSlice(node.Object, kept, "spec", "taints"); err != nil {
-		return err
-	}
-	if err := c.Update(ctx, node); err != nil {
-		return fmt.Errorf("removing the not-ready taint of node %s: %w", node.GetName(), err)
-	}
-	return nil
 }
 
 func name(obj *unstructured.Unstructured) string {

@@ -1,34 +1,12 @@
 package e2e
 
+import "github.com/mandate-dev/mandate/test/fixtures"
+
+// llmFinetune needs 32 GPUs in one leaf block.
+var llmFinetune = fixtures.LLMFinetune(3)
+
 // Workloads, after examples/workloads, for the test cluster of 8 H100 nodes.
 const (
-	// platform's ceiling is 16 GPUs: 24 could never run (quota).
-	platformTooBig = `
-apiVersion: batch/v1
-kind: Job
-metadata: {name: ci-gpu-matrix, namespace: platform}
-spec:
-  parallelism: 3
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - {name: test, image: ci, resources: {limits: {nvidia.com/gpu: "8"}}}
-`
-	// research-vision schedules with Volcano.
-	visionSweep = `
-apiVersion: batch/v1
-kind: Job
-metadata: {name: vit-sweep, namespace: vision, labels: {mandate.dev/class: training}}
-spec:
-  parallelism: 2
-  completions: 2
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - {name: train, image: vit, resources: {limits: {nvidia.com/gpu: "4"}}}
-`
 	// product schedules with KAI.
 	productDistill = `
 apiVersion: batch/v1
@@ -59,25 +37,6 @@ metadata: {name: quick-test, namespace: default}
 spec:
   containers:
   - {name: cuda, image: cuda, resources: {limits: {nvidia.com/gpu: "1"}}}
-`
-	llmFinetune = `
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: llama-finetune, namespace: llm}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - {name: pytorch, image: llama, resources: {limits: {nvidia.com/gpu: "8"}}}
-    Worker:
-      replicas: 3
-      template:
-        spec:
-          containers:
-          - {name: pytorch, image: llama, resources: {limits: {nvidia.com/gpu: "8"}}}
 `
 	// research-vision may not use "build" (priority).
 	visionUrgent = `

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,24 +25,9 @@ import (
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
-
-// auditPolicy records the metadata (and so the webhooks' audit
-// annotations) of every create of a governed kind.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  verbs: [create]
-  resources:
-  - {group: "", resources: [pods]}
-  - {group: batch, resources: [jobs]}
-  - {group: kubeflow.org, resources: [pytorchjobs]}
-  - {group: batch.volcano.sh, resources: [jobs]}
-- level: None
-`
 
 // TestObservability creates admitted and denied workloads of every kind
 // through the real API server, then checks what an operator sees: the
@@ -53,15 +36,12 @@ rules:
 // admission histogram by operation, kind and result, the decisions and the
 // violations by dimension and code, and the active revision.
 func TestObservability(t *testing.T) {
-	dir := t.TempDir()
-	policy, auditLog := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
-	require.NoError(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
 	var lines syncBuffer
 	decisions, err := decisionlog.New(slog.NewJSONHandler(&lines, nil), decisionlog.DefaultOptions())
 	require.NoError(t, err)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s := startWith(t, startOptions{
-		env: []envtest.Option{envtest.WithAPIServerArg("audit-policy-file", policy), envtest.WithAPIServerArg("audit-log-path", auditLog)},
+		env: []envtest.Option{envtest.WithAuditLog()},
 		options: func(o *webhook.Options) {
 			o.MetricsAddr = metricsAddr
 			o.DecisionLog = decisions
@@ -77,9 +57,9 @@ func TestObservability(t *testing.T) {
 		kind     string // the histogram's kind label
 		dryRun   bool
 	}
-	admitted := []workload{{visionSweep, "Job", false}, {productPod, "Pod", false}, {llmFinetune, "PyTorchJob", false},
+	admitted := []workload{{fixtures.VisionSweep, "Job", false}, {productPod, "Pod", false}, {llmFinetune, "PyTorchJob", false},
 		{llmVolcanoJob, "VolcanoJob", false}, {productDistill, "Job", true}}
-	denied := []workload{{platformTooBig, "Job", false}, {scratchPod, "Pod", false}, {visionUrgent, "PyTorchJob", false},
+	denied := []workload{{fixtures.PlatformTooBig, "Job", false}, {scratchPod, "Pod", false}, {visionUrgent, "PyTorchJob", false},
 		{llmVolcanoTooWide, "VolcanoJob", false}}
 
 	// What each denial should count, from the same policy in-process.
@@ -107,7 +87,7 @@ func TestObservability(t *testing.T) {
 	}
 	// A pod of the admitted vit-sweep Job is admitted with its gang's
 	// directives: an admission, not a decision.
-	job := object(t, visionSweep)
+	job := object(t, fixtures.VisionSweep)
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(job), job))
 	pod := object(t, `
 apiVersion: v1
@@ -158,7 +138,7 @@ spec:
 		}
 		t.Logf("%d decisions, %d of them reinvocations (%v)", len(all), len(again), keysOf(again))
 
-		events := auditedDecisions(t, auditLog, len(admitted)+len(denied))
+		events := auditedDecisions(t, s.env, len(admitted)+len(denied))
 		for k, ev := range events {
 			l, ok := got[k]
 			if !assert.True(t, ok, "no decision line for the audited %s", k) {
@@ -222,35 +202,16 @@ type auditEvent struct {
 
 // auditedDecisions reads the audit log until it holds want decided
 // creates and returns them by object ("(dry run)" appended for dry runs).
-func auditedDecisions(t *testing.T, path string, want int) map[string]auditEvent {
+func auditedDecisions(t *testing.T, env *envtest.Env, want int) map[string]auditEvent {
 	t.Helper()
 	var out map[string]auditEvent
 	waitFor(t, 10*time.Second, fmt.Sprintf("%d decided creates in the audit log", want), func() bool {
 		out = map[string]auditEvent{}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return false
-		}
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var ev struct {
-				Stage      string `json:"stage"`
-				Verb       string `json:"verb"`
-				RequestURI string `json:"requestURI"`
-				ObjectRef  struct {
-					Resource, Namespace, Name, APIGroup string
-				} `json:"objectRef"`
-				ResponseStatus struct {
-					Code int `json:"code"`
-				} `json:"responseStatus"`
-				Annotations map[string]string `json:"annotations"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				t.Fatalf("audit log: %v", err)
-			}
+		events, err := env.AuditedCreates()
+		require.NoError(t, err)
+		for _, ev := range events {
 			id, ok := ev.Annotations[webhook.MutatingWebhookName+"/"+webhook.AuditDecisionID]
-			if ev.Stage != "ResponseComplete" || ev.Verb != "create" || !ok {
+			if !ok {
 				continue
 			}
 			k := objectKey(auditKind(ev.ObjectRef.APIGroup, ev.ObjectRef.Resource), ev.ObjectRef.Namespace, ev.ObjectRef.Name)

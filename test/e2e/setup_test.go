@@ -15,10 +15,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -26,21 +22,13 @@ import (
 
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
 // mandateNamespace is Mandate's own namespace in the tests.
 const mandateNamespace = "mandate-system"
-
-// tenants maps the test namespaces to their tenants (default model):
-// product schedules with KAI, research-* with Volcano.
-var tenants = map[string]string{
-	"platform": "platform",
-	"product":  "product",
-	"vision":   "research-vision",
-	"llm":      "research-llm",
-}
 
 // suite is one API server with Mandate's webhooks registered and served.
 type suite struct {
@@ -153,22 +141,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// gpuNode is an 8-GPU H100 node of zone-a, spine s1, leaf block b1.
-func gpuNode(i int) *corev1.Node {
-	name := fmt.Sprintf("h100-b1-%d", i)
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"kubernetes.io/hostname":      name,
-			"topology.kubernetes.io/zone": "zone-a",
-			"mandate.dev/spine-block":     "s1",
-			"mandate.dev/leaf-block":      "b1",
-			"nvidia.com/gpu.clique":       fmt.Sprintf("b1-c%d", i/4),
-			"nvidia.com/gpu.product":      "NVIDIA-H100-80GB-HBM3",
-			"nvidia.com/gpu.count":        "8",
-		}},
-	}
-}
-
 // populate creates 8 GPU nodes (one leaf block) and the tenant namespaces,
 // and waits until Mandate's cluster state holds them.
 func (s *suite) populate(t *testing.T) {
@@ -177,36 +149,18 @@ func (s *suite) populate(t *testing.T) {
 	c := s.env.Client
 	const nodes = 8
 	for i := range nodes {
-		n := gpuNode(i)
-		if err := c.Create(ctx, n); err != nil {
-			t.Fatalf("create node: %v", err)
-		}
-		// The API server's TaintNodesByCondition admission taints a new
-		// node not-ready until a node controller clears it: clear it here.
-		n.Spec.Taints = nil
-		if err := c.Update(ctx, n); err != nil {
-			t.Fatalf("untaint node: %v", err)
-		}
-		// Create ignores status: set the capacity with a status update.
-		gpus := resource.MustParse("8")
-		n.Status = corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{"nvidia.com/gpu": gpus, corev1.ResourceCPU: resource.MustParse("192")},
-			Allocatable: corev1.ResourceList{"nvidia.com/gpu": gpus, corev1.ResourceCPU: resource.MustParse("192")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		}
-		if err := c.Status().Update(ctx, n); err != nil {
-			t.Fatalf("update node status: %v", err)
+		if err := fixtures.CreateNode(ctx, c, fixtures.GPUNode(i)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// The API server's Priority admission resolves pods' priority classes:
 	// create the tiers of the default model, as KAI ships them.
-	for name, value := range map[string]int32{"train": 50, "build-preemptible": 75, "build": 100, "inference": 125} {
-		if err := c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}); err != nil {
-			t.Fatalf("create priority class %s: %v", name, err)
-		}
+	if err := fixtures.CreatePriorityClasses(ctx, c); err != nil {
+		t.Fatal(err)
 	}
+	tenants := fixtures.Tenants()
 	for ns, tenant := range tenants {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{ledger.LabelTenant: tenant}}}); err != nil {
+		if err := c.Create(ctx, fixtures.TenantNamespace(ns, tenant)); err != nil {
 			t.Fatalf("create namespace %s: %v", ns, err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -137,7 +138,7 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	deniedBefore, differentBefore := metric(t, metrics, deniedSample), metric(t, metrics, differentSample)
 
 	// Created: the candidate's denial is not enforced.
-	job := s.create(t, visionSweep)
+	job := s.create(t, fixtures.VisionSweep)
 	expect(t, job, "metadata.annotations.mandate\\.dev/policy-revision", "active-r1")
 	expect(t, job, "spec.template.spec.priorityClassName", "train")
 
@@ -149,7 +150,7 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	}
 
 	// What the server's reviewer reports about the same workload.
-	review, err := s.srv.Handlers.Mutator.Reviewer.Review(context.Background(), object(t, visionSweep),
+	review, err := s.srv.Handlers.Mutator.Reviewer.Review(context.Background(), object(t, fixtures.VisionSweep),
 		evaluator.Request{Operation: "CREATE", User: "admin", DryRun: true})
 	if err != nil {
 		t.Fatalf("Review: %v", err)

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -32,17 +31,10 @@ import (
 //   - deny: Forbidden, with the violation's message.
 func TestStagedEnforcement(t *testing.T) {
 	dir := t.TempDir()
-	auditLog, auditPolicyFile := filepath.Join(dir, "audit.log"), filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(auditPolicyFile, []byte(auditPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	bundlePath := filepath.Join(dir, "bundle.tar.gz")
 	publishStage(t, bundlePath, "dryrun")
 	s := startWith(t, startOptions{
-		env: []envtest.Option{
-			envtest.WithAPIServerArg("audit-policy-file", auditPolicyFile),
-			envtest.WithAPIServerArg("audit-log-path", auditLog),
-		},
+		env: []envtest.Option{envtest.WithAuditLog()},
 		options: func(o *webhook.Options) {
 			o.Bundle = &bundles.SourceOptions{File: bundlePath, Interval: 100 * time.Millisecond}
 		},
@@ -87,7 +79,7 @@ func TestStagedEnforcement(t *testing.T) {
 				if len(got) != 0 {
 					t.Errorf("client warnings = %q, want none under dryrun", got)
 				}
-				annotations := auditAnnotations(t, auditLog, obj)
+				annotations := auditAnnotations(t, s.env, obj)
 				key := webhook.MutatingWebhookName + "/" + webhook.AuditDryRunViolations
 				if annotations[key] != code {
 					t.Errorf("audit annotation %s = %q, want %q (annotations %v)", key, annotations[key], code, annotations)
@@ -133,27 +125,9 @@ func stageRevision(stage string) string { return "staged-" + stage }
 // into place at path, as a governance team's CI would publish it.
 func publishStage(t *testing.T, path, stage string) {
 	t.Helper()
-	dir := t.TempDir()
-	root := filepath.Join(repoRoot(t), "policies")
-	if err := os.CopyFS(dir, os.DirFS(root)); err != nil {
-		t.Fatal(err)
-	}
-	dataPath := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(dataPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data map[string]any
-	if err := json.Unmarshal(raw, &data); err != nil {
-		t.Fatal(err)
-	}
-	data["enforcement"].(map[string]any)["PRIORITY_NOT_ALLOWED"] = stage
-	if raw, err = json.Marshal(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dataPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := fixtures.PolicyDir(t, func(model map[string]any) {
+		model["enforcement"].(map[string]any)["PRIORITY_NOT_ALLOWED"] = stage
+	})
 	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: stageRevision(stage)})
 	if err != nil {
 		t.Fatal(err)
@@ -165,15 +139,6 @@ func publishStage(t *testing.T, path, stage string) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // findViolation returns the decision's violation of code, which must sit
@@ -194,32 +159,16 @@ func findViolation(t *testing.T, d evaluator.Decision, stage, code string) evalu
 
 // auditAnnotations waits for the audit event of obj's create and returns
 // its annotations.
-func auditAnnotations(t *testing.T, path string, obj client.Object) map[string]string {
+func auditAnnotations(t *testing.T, env *envtest.Env, obj client.Object) map[string]string {
 	t.Helper()
 	var found map[string]string
 	waitFor(t, 10*time.Second, "the audit event of the create", func() bool {
-		f, err := os.Open(path)
+		events, err := env.AuditedCreates()
 		if err != nil {
-			return false
+			t.Fatal(err)
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
-		for sc.Scan() {
-			var ev struct {
-				Verb      string `json:"verb"`
-				Stage     string `json:"stage"`
-				ObjectRef struct {
-					Namespace string `json:"namespace"`
-					Name      string `json:"name"`
-				} `json:"objectRef"`
-				Annotations map[string]string `json:"annotations"`
-			}
-			if json.Unmarshal(sc.Bytes(), &ev) != nil {
-				continue
-			}
-			if ev.Verb == "create" && ev.Stage == "ResponseComplete" &&
-				ev.ObjectRef.Namespace == obj.GetNamespace() && ev.ObjectRef.Name == obj.GetName() {
+		for _, ev := range events {
+			if ev.ObjectRef.Namespace == obj.GetNamespace() && ev.ObjectRef.Name == obj.GetName() {
 				found = ev.Annotations
 				return true
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
@@ -41,7 +42,7 @@ func TestWebhooks(t *testing.T) {
 
 	t.Run("denied create is Forbidden with the policy's message", func(t *testing.T) {
 		for _, tc := range []struct{ name, manifest string }{
-			{"quota: Job over its tenant's ceiling", platformTooBig},
+			{"quota: Job over its tenant's ceiling", fixtures.PlatformTooBig},
 			{"priority: PyTorchJob above its tenant's tiers", visionUrgent},
 			{"topology: Volcano Job wider than any block", llmVolcanoTooWide},
 			{"tenancy: Pod in a namespace without tenant", scratchPod},
@@ -68,7 +69,7 @@ func TestWebhooks(t *testing.T) {
 	})
 
 	t.Run("admitted Job of a Volcano tenant is stored with Volcano directives", func(t *testing.T) {
-		job := s.create(t, visionSweep)
+		job := s.create(t, fixtures.VisionSweep)
 		tmpl := "spec.template"
 		expect(t, job, tmpl+".spec.schedulerName", "volcano")
 		expect(t, job, tmpl+".metadata.annotations.scheduling\\.volcano\\.sh/queue-name", "research-vision")
@@ -129,7 +130,7 @@ spec:
 	})
 
 	t.Run("server-side dry run is answered and leaves nothing behind", func(t *testing.T) {
-		obj := object(t, visionSweep)
+		obj := object(t, fixtures.VisionSweep)
 		obj.SetName("vit-sweep-dry")
 		if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
 			t.Fatalf("dry-run Create() error = %v", err)
@@ -140,7 +141,7 @@ spec:
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), got); !apierrors.IsNotFound(err) {
 			t.Errorf("Get() after a dry run: error = %v, want NotFound", err)
 		}
-		if err := c.Create(ctx, object(t, platformTooBig), client.DryRunAll); !apierrors.IsForbidden(err) {
+		if err := c.Create(ctx, object(t, fixtures.PlatformTooBig), client.DryRunAll); !apierrors.IsForbidden(err) {
 			t.Errorf("dry run of a denied Job: error = %v, want Forbidden", err)
 		}
 	})

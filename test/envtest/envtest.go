@@ -62,6 +62,9 @@ type Env struct {
 	RepoRoot string
 	// CRDs are the CustomResourceDefinitions installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// AuditLog is the path of the API server's audit log, when started
+	// WithAuditLog.
+	AuditLog string
 
 	// apiServerDir is the certificate directory of a restartable API server.
 	apiServerDir string
@@ -79,6 +82,7 @@ type options struct {
 	apiServerArgs [][2]string
 	startTimeout  time.Duration
 	restartable   bool
+	auditLog      bool
 }
 
 // WithScheme sets the scheme of the client (and of envtest's conversion

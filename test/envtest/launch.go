@@ -73,6 +73,16 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		}
 		apiServer.CertDir = certDir
 	}
+	auditDir := ""
+	if o.auditLog {
+		var args [][2]string
+		if auditDir, args, err = auditLogDir(); err != nil {
+			return nil, nil, errors.Join(err, removeAll(certDir))
+		}
+		for _, a := range args {
+			apiServer.Configure().Set(a[0], a[1])
+		}
+	}
 
 	cfg, err := ce.Start()
 	if err != nil {
@@ -81,13 +91,13 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		if stopErr := ce.Stop(); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("stopping after a failed start: %w", stopErr))
 		}
-		return nil, nil, errors.Join(err, removeAll(certDir))
+		return nil, nil, errors.Join(err, removeAll(certDir, auditDir))
 	}
 	stop = func() error {
 		if err := ce.Stop(); err != nil {
-			return errors.Join(fmt.Errorf("unable to stop the control plane: %w", err), removeAll(certDir))
+			return errors.Join(fmt.Errorf("unable to stop the control plane: %w", err), removeAll(certDir, auditDir))
 		}
-		return removeAll(certDir)
+		return removeAll(certDir, auditDir)
 	}
 	fail := func(err error) (*Env, func() error, error) {
 		return nil, nil, errors.Join(err, stop())
@@ -108,17 +118,21 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		RepoRoot:     root,
 		CRDs:         ce.CRDs,
 		apiServerDir: certDir,
+		AuditLog:     auditLogPath(auditDir),
 	}, stop, nil
 }
 
-func removeAll(dir string) error {
-	if dir == "" {
-		return nil
+func removeAll(dirs ...string) error {
+	var errs []error
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("unable to remove %s: %w", dir, err))
+		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("unable to remove %s: %w", dir, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func newDefaultScheme() (*runtime.Scheme, error) {

@@ -19,46 +19,59 @@ import (
 
 const podsPerTenant = 100
 
-// burst creates podsPerTenant one-GPU build pods in every tenant's namespace
-// with workers in parallel, interleaving tenants; during(i) runs before the
-// i-th create. It returns each create's latency and how many failed.
-func (h *harness) burst(prefix string, workers int, during func(i int)) ([]time.Duration, int) {
-	total := tenants * podsPerTenant
-	jobs := make(chan int)
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failed    atomic.Int32
-		wg        sync.WaitGroup
-	)
+// createPods creates the pod of every index jobs yields, with workers in
+// parallel, until jobs is closed, and reports each create to done (from
+// the workers, concurrently) with when it began and ended.
+func (h *harness) createPods(workers int, jobs <-chan int, pod func(i int) *corev1.Pod, done func(pod *corev1.Pod, start, end time.Time, err error)) {
+	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%04d", prefix, i), "build")
+				p := pod(i)
 				start := time.Now()
-				err := h.create(context.Background(), pod, false)
-				d := time.Since(start)
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				mu.Lock()
-				latencies = append(latencies, d)
-				mu.Unlock()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := h.env.Client.Create(ctx, p)
+				cancel()
+				done(p, start, time.Now(), err)
 			}
 		}()
 	}
-	for i := range total {
-		if during != nil {
-			during(i)
-		}
-		jobs <- i
-	}
-	close(jobs)
 	wg.Wait()
-	return latencies, int(failed.Load())
+}
+
+// burst creates podsPerTenant one-GPU build pods in every tenant's namespace
+// with workers in parallel, interleaving tenants; during(i) runs before the
+// i-th create. It returns each create's latency and how many failed.
+func (h *harness) burst(prefix string, workers int, during func(i int)) ([]time.Duration, int) {
+	jobs := make(chan int)
+	go func() {
+		defer close(jobs)
+		for i := range tenants * podsPerTenant {
+			if during != nil {
+				during(i)
+			}
+			jobs <- i
+		}
+	}()
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		failed    int
+	)
+	h.createPods(workers, jobs, func(i int) *corev1.Pod {
+		return gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%04d", prefix, i), "build")
+	}, func(_ *corev1.Pod, start, end time.Time, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed++
+			return
+		}
+		latencies = append(latencies, end.Sub(start))
+	})
+	return latencies, failed
 }
 
 // podsOf lists the stored pods of one burst by tenant and preemptibility.

@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -30,14 +29,13 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -170,32 +168,13 @@ func (h *harness) waitReady(timeout time.Duration) time.Duration {
 func (h *harness) seed() {
 	ctx := context.Background()
 	c := h.env.Client
-	for _, pc := range []struct {
-		name  string
-		value int32
-	}{{"train", 50}, {"build-preemptible", 75}, {"build", 100}, {"inference", 125}} {
-		require.NoError(h.t, c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: pc.name}, Value: pc.value}))
-	}
+	require.NoError(h.t, fixtures.CreatePriorityClasses(ctx, c))
 	for i := range tenants {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%d", i), Labels: map[string]string{"mandate.dev/tenant": fmt.Sprintf("team-%d", i)}}}
-		require.NoError(h.t, c.Create(ctx, ns))
+		tenant := fmt.Sprintf("team-%d", i)
+		require.NoError(h.t, c.Create(ctx, fixtures.TenantNamespace(tenant, tenant)))
 	}
 	for i := range 20 {
-		name := fmt.Sprintf("gpu-%02d", i)
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"topology.kubernetes.io/zone": "zone-a", "mandate.dev/spine-block": "s1",
-			"mandate.dev/leaf-block": fmt.Sprintf("b%d", i/8), "nvidia.com/gpu.clique": fmt.Sprintf("c%d", i/4),
-			"kubernetes.io/hostname": name, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-		}}}
-		require.NoError(h.t, c.Create(ctx, node))
-		node.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), "cpu": resource.MustParse("64")}
-		node.Status.Capacity = node.Status.Allocatable
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		require.NoError(h.t, c.Status().Update(ctx, node))
-		// The TaintNodesByCondition admission plugin marks new nodes
-		// not-ready; the node lifecycle controller, absent here, would lift it.
-		node.Spec.Taints = nil
-		require.NoError(h.t, c.Update(ctx, node))
+		require.NoError(h.t, fixtures.CreateNode(ctx, c, fixtures.H100Node(fmt.Sprintf("gpu-%02d", i), fmt.Sprintf("b%d", i/8), fmt.Sprintf("c%d", i/4))))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -246,13 +225,12 @@ func buildMandate(t *testing.T, root string) string {
 // loadPolicies writes the default Rego with a ten-tenant model beside it.
 func loadPolicies(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.CopyFS(dir, policies.FS))
-	modelPath := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(modelPath)
-	require.NoError(t, err)
-	var model map[string]any
-	require.NoError(t, json.Unmarshal(raw, &model))
+	return fixtures.PolicyDir(t, loadModel)
+}
+
+// loadModel replaces the default model's tenants with the load model's:
+// team-0 … team-9 under one org.
+func loadModel(model map[string]any) {
 	quota := func(g, c int) map[string]any {
 		return map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": g, "ceiling": c}}
 	}
@@ -262,10 +240,6 @@ func loadPolicies(t *testing.T) string {
 		teams[fmt.Sprintf("team-%d", i)] = map[string]any{"parent": "org", "quota": quota(guaranteed, 1000)}
 	}
 	model["tenants"] = teams
-	out, err := json.Marshal(model)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(modelPath, out, 0o600))
-	return dir
 }
 
 func adminKubeconfig(t *testing.T, env *envtest.Env) string {

@@ -3,15 +3,11 @@
 package load
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +18,7 @@ import (
 
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -84,48 +81,18 @@ func revisionQueue(tenant string, r int) string { return fmt.Sprintf("%s-r%d", t
 // buildRevision builds bundle rN of the load model with its queues.
 func buildRevision(t *testing.T, r int) []byte {
 	t.Helper()
-	dir := loadPolicies(t)
-	modelPath := filepath.Join(dir, "mandate", "model", "data.json")
-	raw, err := os.ReadFile(modelPath)
-	require.NoError(t, err)
-	var model map[string]any
-	require.NoError(t, json.Unmarshal(raw, &model))
-	for i := range tenants {
-		tenant := fmt.Sprintf("team-%d", i)
-		model["tenants"].(map[string]any)[tenant].(map[string]any)["queue"] = revisionQueue(tenant, r)
-	}
-	raw, err = json.Marshal(model)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(modelPath, raw, 0o600))
+	dir := fixtures.PolicyDir(t, func(model map[string]any) {
+		loadModel(model)
+		for i := range tenants {
+			tenant := fmt.Sprintf("team-%d", i)
+			model["tenants"].(map[string]any)[tenant].(map[string]any)["queue"] = revisionQueue(tenant, r)
+		}
+	})
 	b, err := bundles.Build(context.Background(), dir, bundles.BuildOptions{Revision: fmt.Sprintf("r%d", r)})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	require.NoError(t, bundles.Write(&buf, b))
 	return buf.Bytes()
-}
-
-// auditPolicy logs pod creates at Metadata level, which carries the
-// admission webhooks' audit annotations, and nothing else.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  verbs: ["create"]
-  resources: [{group: "", resources: ["pods"]}]
-- level: None
-`
-
-// withAuditLog enables the API server's audit log and returns its path.
-func withAuditLog(t *testing.T) (startOption, string) {
-	dir := t.TempDir()
-	policy, log := filepath.Join(dir, "audit-policy.yaml"), filepath.Join(dir, "audit.log")
-	require.NoError(t, os.WriteFile(policy, []byte(auditPolicy), 0o600))
-	return func(o *startOptions) {
-		o.envOptions = append(o.envOptions,
-			envtest.WithAPIServerArg("audit-policy-file", policy),
-			envtest.WithAPIServerArg("audit-log-path", log))
-	}, log
 }
 
 // TestBundleHotSwapUnderLoad: a local bundle server publishes r2..r6 while
@@ -144,8 +111,8 @@ func TestBundleHotSwapUnderLoad(t *testing.T) {
 	srv := httptest.NewServer(bs)
 	t.Cleanup(srv.Close)
 
-	audit, auditLog := withAuditLog(t)
-	h := start(t, audit, func(o *startOptions) {
+	h := start(t, func(o *startOptions) {
+		o.envOptions = append(o.envOptions, envtest.WithAuditLog())
 		o.policyArgs = []string{"--bundle", srv.URL + "/bundles/mandate.tar.gz", "--bundle-interval", hotSwapInterval.String()}
 	})
 	servePID := h.serve.Process.Pid
@@ -206,7 +173,7 @@ func TestBundleHotSwapUnderLoad(t *testing.T) {
 	}
 
 	// The audit log names the same revision for every pod.
-	annotations := auditAnnotations(t, auditLog, "swap-", len(results))
+	annotations := auditAnnotations(t, h.env, "swap-", len(results))
 	key := webhook.MutatingWebhookName + "/" + webhook.AuditPolicyRevision
 	for _, c := range results {
 		got, ok := annotations[c.namespace+"/"+c.name]
@@ -226,45 +193,23 @@ func TestBundleHotSwapUnderLoad(t *testing.T) {
 	require.GreaterOrEqual(t, rate, float64(hotSwapMinRate), "steady load below %d creates/s", hotSwapMinRate)
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event read here.
-type auditEvent struct {
-	Verb      string `json:"verb"`
-	Stage     string `json:"stage"`
-	ObjectRef *struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Annotations map[string]string `json:"annotations"`
-}
-
 // auditAnnotations reads the audit log until it holds want completed pod
 // creates named with prefix, and returns their annotations by
 // namespace/name.
-func auditAnnotations(t *testing.T, path, prefix string, want int) map[string]map[string]string {
+func auditAnnotations(t *testing.T, env *envtest.Env, prefix string, want int) map[string]map[string]string {
 	t.Helper()
 	var got map[string]map[string]string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got = map[string]map[string]string{}
-		f, err := os.Open(path)
+		events, err := env.AuditedCreates()
 		require.NoError(t, err, "the API server's audit log")
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var e auditEvent
-			require.NoError(t, json.Unmarshal(sc.Bytes(), &e), "audit event %s", sc.Text())
-			if e.Verb != "create" || e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.ObjectRef.Resource != "pods" ||
-				!strings.HasPrefix(e.ObjectRef.Name, prefix) || e.ResponseStatus == nil || e.ResponseStatus.Code != http.StatusCreated {
+		for _, e := range events {
+			if e.ObjectRef.Resource != "pods" || !strings.HasPrefix(e.ObjectRef.Name, prefix) || e.ResponseStatus.Code != http.StatusCreated {
 				continue
 			}
 			got[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = e.Annotations
 		}
-		require.NoError(t, sc.Err())
-		f.Close()
 		if len(got) >= want || time.Now().After(deadline) {
 			return got
 		}

@@ -3,10 +3,11 @@
 package load
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/webhook/scheduler"
@@ -36,32 +37,8 @@ type steadyLoad struct {
 func (h *harness) steadyLoad(prefix, class string, rate float64, workers int, stop <-chan struct{}) *steadyLoad {
 	l := &steadyLoad{done: make(chan struct{})}
 	tokens := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range tokens {
-				pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%06d", prefix, i), class)
-				c := created{namespace: pod.Namespace, name: pod.Name, start: time.Now()}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				c.err = h.env.Client.Create(ctx, pod)
-				cancel()
-				c.end = time.Now()
-				c.revision = pod.Annotations[webhook.AnnotationPolicyRevision]
-				c.queue = pod.Labels[scheduler.LabelKAIQueue]
-				l.mu.Lock()
-				l.results = append(l.results, c)
-				l.mu.Unlock()
-			}
-		}()
-	}
 	go func() {
-		defer close(l.done)
-		defer func() {
-			close(tokens)
-			wg.Wait()
-		}()
+		defer close(tokens)
 		began := time.Now()
 		tick := time.NewTicker(2 * time.Millisecond)
 		defer tick.Stop()
@@ -79,6 +56,17 @@ func (h *harness) steadyLoad(prefix, class string, rate float64, workers int, st
 				}
 			}
 		}
+	}()
+	go func() {
+		defer close(l.done)
+		h.createPods(workers, tokens, func(i int) *corev1.Pod {
+			return gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%06d", prefix, i), class)
+		}, func(pod *corev1.Pod, start, end time.Time, err error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.results = append(l.results, created{namespace: pod.Namespace, name: pod.Name, start: start, end: end, err: err,
+				revision: pod.Annotations[webhook.AnnotationPolicyRevision], queue: pod.Labels[scheduler.LabelKAIQueue]})
+		})
 	}()
 	return l
 }

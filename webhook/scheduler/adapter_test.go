@@ -68,46 +68,50 @@ func caseName(file, scheduler string) string {
 	return strings.TrimSuffix(filepath.Base(file), ".yaml") + "." + scheduler
 }
 
+// forEachCase runs test as a subtest for every object of objectFiles with
+// every scheduler, on the object decoded and normalized.
+func forEachCase(t *testing.T, test func(t *testing.T, file, scheduler string, obj *unstructured.Unstructured, w workload.Workload)) {
+	t.Helper()
+	for _, file := range objectFiles(t) {
+		for _, scheduler := range schedulers {
+			t.Run(caseName(file, scheduler), func(t *testing.T) {
+				obj, w := loadObject(t, file)
+				test(t, file, scheduler, obj, w)
+			})
+		}
+	}
+}
+
 // TestApplyGolden renders testdata/directives.yaml onto every object in
 // testdata/objects for every scheduler and compares the result with
 // testdata/<object>.<scheduler>.golden.yaml.
 func TestApplyGolden(t *testing.T) {
 	d := loadDirectives(t)
-	for _, file := range objectFiles(t) {
-		for _, scheduler := range schedulers {
-			t.Run(caseName(file, scheduler), func(t *testing.T) {
-				obj, w := loadObject(t, file)
-				got, err := yaml.Marshal(apply(t, scheduler, obj, w, d).Object)
-				require.NoError(t, err)
-				path := filepath.Join("testdata", caseName(file, scheduler)+".golden.yaml")
-				if *update {
-					require.NoError(t, os.WriteFile(path, got, 0o644))
-				}
-				want, err := os.ReadFile(path)
-				require.NoError(t, err, "run go test -update to create it")
-				assert.Equal(t, string(want), string(got), "(-want +got)")
-			})
+	forEachCase(t, func(t *testing.T, file, scheduler string, obj *unstructured.Unstructured, w workload.Workload) {
+		got, err := yaml.Marshal(apply(t, scheduler, obj, w, d).Object)
+		require.NoError(t, err)
+		path := filepath.Join("testdata", caseName(file, scheduler)+".golden.yaml")
+		if *update {
+			require.NoError(t, os.WriteFile(path, got, 0o644))
 		}
-	}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err, "run go test -update to create it")
+		assert.Equal(t, string(want), string(got), "(-want +got)")
+	})
 }
 
 // TestApplyIdempotent: applying twice is applying once, for every kind and
 // scheduler, and Patch of the two is empty.
 func TestApplyIdempotent(t *testing.T) {
 	d := loadDirectives(t)
-	for _, file := range objectFiles(t) {
-		for _, scheduler := range schedulers {
-			t.Run(caseName(file, scheduler), func(t *testing.T) {
-				obj, w := loadObject(t, file)
-				once := apply(t, scheduler, obj, w, d)
-				twice := apply(t, scheduler, once, w, d)
-				ops, err := Patch(once, twice)
-				require.NoError(t, err)
-				assert.Empty(t, ops)
-				assert.Equal(t, once.Object, twice.Object)
-			})
-		}
-	}
+	forEachCase(t, func(t *testing.T, _, scheduler string, obj *unstructured.Unstructured, w workload.Workload) {
+		once := apply(t, scheduler, obj, w, d)
+		twice := apply(t, scheduler, once, w, d)
+		ops, err := Patch(once, twice)
+		require.NoError(t, err)
+		assert.Empty(t, ops)
+		assert.Equal(t, once.Object, twice.Object)
+	})
 }
 
 // owned lists, per scheduler, the leaf paths an adapter may change in
@@ -140,29 +144,24 @@ var owned = map[string][]string{
 // containers and everything else stay as they were.
 func TestApplyTouchesOnlyOwnedFields(t *testing.T) {
 	d := loadDirectives(t)
-	for _, file := range objectFiles(t) {
-		for _, scheduler := range schedulers {
-			t.Run(caseName(file, scheduler), func(t *testing.T) {
-				obj, w := loadObject(t, file)
-				allowed := allowedPaths(t, w, scheduler)
-				mutated := apply(t, scheduler, obj, w, d)
-				ops, err := Patch(obj, mutated)
-				require.NoError(t, err)
-				require.NotEmpty(t, ops)
-				for _, op := range ops {
-					if op.Operation == "remove" {
-						assert.Regexp(t, `/spec/(priority|preemptionPolicy)$`, op.Path, "only fields derived from the priority class are removed")
-					}
-					for _, leaf := range leaves(op.Path, op.Value) {
-						assert.Regexp(t, allowed, leaf, "%s %s changes a field the authority model does not own", op.Operation, leaf)
-					}
-				}
-				// And the patch really produces the mutated object.
-				patched := applyPatch(t, obj, ops)
-				assert.Equal(t, jsonRoundTrip(t, mutated.Object), patched)
-			})
+	forEachCase(t, func(t *testing.T, _, scheduler string, obj *unstructured.Unstructured, w workload.Workload) {
+		allowed := allowedPaths(t, w, scheduler)
+		mutated := apply(t, scheduler, obj, w, d)
+		ops, err := Patch(obj, mutated)
+		require.NoError(t, err)
+		require.NotEmpty(t, ops)
+		for _, op := range ops {
+			if op.Operation == "remove" {
+				assert.Regexp(t, `/spec/(priority|preemptionPolicy)$`, op.Path, "only fields derived from the priority class are removed")
+			}
+			for _, leaf := range leaves(op.Path, op.Value) {
+				assert.Regexp(t, allowed, leaf, "%s %s changes a field the authority model does not own", op.Operation, leaf)
+			}
 		}
-	}
+		// And the patch really produces the mutated object.
+		patched := applyPatch(t, obj, ops)
+		assert.Equal(t, jsonRoundTrip(t, mutated.Object), patched)
+	})
 }
 
 func allowedPaths(t *testing.T, w workload.Workload, scheduler string) *regexp.Regexp {
