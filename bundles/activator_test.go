@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/evaluator"
 )
 
 // built builds the default policies with a revision.
@@ -44,7 +46,10 @@ func TestActivatorSwapsAtomicallyUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	files := []string{writeFile(t, dir, "r1.tar.gz", built(t, "r1")), writeFile(t, dir, "r2.tar.gz", built(t, "r2"))}
-	a := newActivator(t, bundles.ActivatorOptions{})
+	// Eight goroutines decide flat out beside the activations: on a busy
+	// 2-core machine one evaluation can wait longer than the default
+	// deadline for a CPU, which is not what this test is about.
+	a := newActivator(t, bundles.ActivatorOptions{Evaluator: evaluator.Options{Timeout: 30 * time.Second}})
 	require.Nil(t, a.Current())
 	require.NoError(t, a.Activate(ctx, files[0]))
 
