@@ -37,7 +37,10 @@ func writePublicKey(t *testing.T) string {
 	return path
 }
 
-func TestServeSetupErrors(t *testing.T) {
+// unreachableKubeconfig writes a kubeconfig whose API server is never
+// reached: the tests fail before serve would connect.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config
@@ -48,6 +51,11 @@ current-context: x
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return kubeconfig
+}
+
+func TestServeSetupErrors(t *testing.T) {
+	kubeconfig := unreachableKubeconfig(t)
 	dir := t.TempDir()
 	writeConfig := func(name, text string) string {
 		path := filepath.Join(dir, name)
@@ -146,16 +154,7 @@ func TestServeBundleHTTPSettings(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t)
 	active, shadow := srv.URL+"/b.tar.gz", srv.URL+"/c.tar.gz"
 	for _, tc := range []struct {
 		name     string

@@ -52,7 +52,7 @@ func bundleArgs(c corev1.Container) []string {
 	return out
 }
 
-func volume(t *testing.T, spec corev1.PodSpec, name string) corev1.Volume {
+func bundleVolume(t *testing.T, spec corev1.PodSpec, name string) corev1.Volume {
 	t.Helper()
 	i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
 	require.GreaterOrEqual(t, i, 0, "volume %s", name)
@@ -96,20 +96,20 @@ func TestTemplateBundle(t *testing.T) {
 		assert.Contains(t, c.VolumeMounts, m)
 	}
 	for _, name := range []string{"tmp", "bundle-persist"} {
-		v := volume(t, spec, name)
+		v := bundleVolume(t, spec, name)
 		require.NotNil(t, v.EmptyDir, "%s is an emptyDir", name)
 		require.NotNil(t, v.EmptyDir.SizeLimit, "%s has a size limit", name)
 		assert.GreaterOrEqual(t, v.EmptyDir.SizeLimit.Value(), int64(128<<20), "%s holds two bundles of at most 64 MiB", name)
 	}
-	key := volume(t, spec, "bundle-verification-key")
+	key := bundleVolume(t, spec, "bundle-verification-key")
 	require.NotNil(t, key.Secret)
 	assert.Equal(t, "mandate-bundle-key", key.Secret.SecretName)
 	assert.Equal(t, []corev1.KeyToPath{{Key: "signing.pub", Path: "signing.pub"}}, key.Secret.Items)
-	token := volume(t, spec, "bundle-bearer-token")
+	token := bundleVolume(t, spec, "bundle-bearer-token")
 	require.NotNil(t, token.Secret)
 	assert.Equal(t, "mandate-bundle-token", token.Secret.SecretName)
 	assert.Equal(t, []corev1.KeyToPath{{Key: "token", Path: "token"}}, token.Secret.Items)
-	ca := volume(t, spec, "bundle-ca")
+	ca := bundleVolume(t, spec, "bundle-ca")
 	require.NotNil(t, ca.ConfigMap)
 	assert.Equal(t, "mandate-bundle-ca", ca.ConfigMap.Name)
 	assert.Equal(t, []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, ca.ConfigMap.Items)
@@ -163,44 +163,6 @@ func TestTemplateBundle(t *testing.T) {
 		assert.Equal(t, []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}, c.VolumeMounts)
 		assert.Len(t, d.Spec.Template.Spec.Volumes, 1)
 	})
-}
-
-// TestBundleValuesRejected: the schema and the templates' checks reject bad
-// bundle values with a message naming the key.
-func TestBundleValuesRejected(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"bundle without a URL", []string{"--set", "policies.source=bundle"},
-			"policies.source is bundle: set policies.bundle.url to the http(s) URL of the policy bundle"},
-		{"signature required without a key", []string{"--set", "policies.source=bundle", "--set", "policies.bundle.url=" + bundleURL, "--set", "policies.bundle.requireSignature=true"},
-			"policies.bundle.requireSignature is true: set policies.bundle.verificationKey.secretName"},
-		{"bundle URL not http", []string{"--set", "policies.source=bundle", "--set", "policies.bundle.url=s3://b/m.tar.gz"}, "/policies/bundle/url"},
-		{"shadow URL a path", []string{"--set", "policies.shadow.url=/bundles/c.tar.gz"}, "/policies/shadow/url"},
-		{"interval not a duration", []string{"--set", "policies.bundle.interval=often"}, "/policies/bundle/interval"},
-		{"evaluation timeout not a duration", []string{"--set", "evaluation.timeout=fast"}, "/evaluation/timeout"},
-		{"old signingKeySecret", []string{"--set", "policies.bundle.signingKeySecret=k"}, "additional properties 'signingKeySecret' not allowed"},
-		{"unknown source", []string{"--set", "policies.source=oci"}, "/policies/source"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := helm(t, append([]string{"template", release, chartDir, "--namespace", namespace}, tc.args...)...)
-			if err == nil {
-				t.Fatalf("helm template %s succeeded, want an error naming %q", strings.Join(tc.args, " "), tc.want)
-			}
-			assert.Contains(t, out, tc.want)
-		})
-	}
-}
-
-// TestLintBundle runs helm lint --strict with the bundle values.
-func TestLintBundle(t *testing.T) {
-	out, err := helm(t, append([]string{"lint", chartDir, "--strict"}, bundleValues...)...)
-	if err != nil {
-		t.Fatalf("helm lint --strict with the bundle values: %v\n%s", err, out)
-	}
-	assert.Contains(t, out, "0 chart(s) failed")
 }
 
 // TestApplyBundle creates every object of the bundle release, and the
