@@ -116,6 +116,12 @@ type Bundle struct {
 	// Shadow is a candidate bundle decided beside the active policy on live
 	// traffic and never enforced.
 	Shadow ShadowBundle `json:"shadow" yaml:"shadow" mapstructure:"shadow"`
+	// BearerTokenFile holds a token sent as Authorization: Bearer to an
+	// http(s) source (and shadow), re-read on every poll.
+	BearerTokenFile string `json:"bearerTokenFile" yaml:"bearerTokenFile" mapstructure:"bearerTokenFile"`
+	// CAFile holds the PEM certificates that sign an https source's (and
+	// shadow's) server certificate; the system roots when empty.
+	CAFile string `json:"caFile" yaml:"caFile" mapstructure:"caFile"`
 }
 
 // ShadowBundle configures the shadow (candidate) bundle; it is verified

@@ -225,6 +225,13 @@ func TestBundleValidation(t *testing.T) {
 		{"shadow beside the policies", config.Bundle{Shadow: config.ShadowBundle{Source: "candidate/"}, VerificationKey: key, Interval: time.Minute}, dir, ""},
 		{"shadow of another scheme", config.Bundle{Source: "b.tar.gz", Shadow: config.ShadowBundle{Source: "s3://b/c.tar.gz"}, Interval: time.Minute}, "", "bundle.shadow.source"},
 		{"shadow URL without host", config.Bundle{Shadow: config.ShadowBundle{Source: "http://"}, Interval: time.Minute}, "", "bundle.shadow.source"},
+		{"token and CA of a URL source", config.Bundle{Source: "https://b.example/b.tar.gz", BearerTokenFile: key, CAFile: key, Interval: time.Minute}, "", ""},
+		{"token and CA of a URL shadow", config.Bundle{Source: "b.tar.gz", Shadow: config.ShadowBundle{Source: "https://b.example/c.tar.gz"}, BearerTokenFile: key, CAFile: key, Interval: time.Minute}, "", ""},
+		{"missing token file", config.Bundle{Source: "https://b.example/b.tar.gz", BearerTokenFile: filepath.Join(dir, "nope"), Interval: time.Minute}, "", "bundle.bearerTokenFile"},
+		{"token file a directory", config.Bundle{Source: "https://b.example/b.tar.gz", BearerTokenFile: dir, Interval: time.Minute}, "", "bundle.bearerTokenFile"},
+		{"missing CA file", config.Bundle{Source: "https://b.example/b.tar.gz", CAFile: filepath.Join(dir, "nope"), Interval: time.Minute}, "", "bundle.caFile"},
+		{"CA of a file source", config.Bundle{Source: "b.tar.gz", CAFile: key, Interval: time.Minute}, "", "bundle.caFile"},
+		{"token without any source", config.Bundle{BearerTokenFile: key, Interval: time.Minute}, "", "bundle.bearerTokenFile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Default()

@@ -33,6 +33,8 @@ var Keys = []Key{
 	{Name: "bundle.interval", Kind: "a duration", Env: []string{"MANDATE_BUNDLE_INTERVAL"}, Type: "1s-1h, such as 30s"},
 	{Name: "bundle.requireSignature", Kind: "a boolean", Env: []string{"MANDATE_BUNDLE_REQUIRE_SIGNATURE"}, Type: "true or false; true needs bundle.verificationKey"},
 	{Name: "bundle.shadow.source", Kind: "a string", Env: []string{"MANDATE_BUNDLE_SHADOW_SOURCE"}, Type: "a bundle file or directory, or an http(s) URL"},
+	{Name: "bundle.bearerTokenFile", Kind: "a string", Env: []string{"MANDATE_BUNDLE_BEARER_TOKEN_FILE"}, Type: "a readable file holding a bearer token, for an http(s) source"},
+	{Name: "bundle.caFile", Kind: "a string", Env: []string{"MANDATE_BUNDLE_CA_FILE"}, Type: "a readable PEM CA certificate file, for an https source"},
 	{Name: "decisionLog.enabled", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_ENABLED"}, Type: "true or false"},
 	{Name: "decisionLog.sampleRate", Kind: "a number", Env: []string{"MANDATE_DECISION_LOG_SAMPLE_RATE"}, Type: "0-1, such as 0.1"},
 	{Name: "decisionLog.includeObject", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_INCLUDE_OBJECT"}, Type: "true or false"},

@@ -36,6 +36,8 @@ func Bind(v *viper.Viper) error {
 
 		"bundle.requireSignature": d.Bundle.RequireSignature,
 		"bundle.shadow.source":    d.Bundle.Shadow.Source,
+		"bundle.bearerTokenFile":  d.Bundle.BearerTokenFile,
+		"bundle.caFile":           d.Bundle.CAFile,
 		// certs.* (docs/certificates.md)
 		"certs.mode":                 d.Certs.Mode,
 		"certs.secretName":           d.Certs.SecretName,

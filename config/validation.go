@@ -91,7 +91,7 @@ func (b Bundle) validate(policies string) []error {
 			errs = append(errs, fieldErr("bundle.source", "is empty but other bundle.* keys are set (a bundle file or directory, or an http(s) URL)"))
 		}
 		if b.Shadow.Source == "" {
-			return errs
+			return append(errs, b.validateHTTP()...)
 		}
 	} else {
 		if policies != "" {
@@ -111,6 +111,29 @@ func (b Bundle) validate(policies string) []error {
 	}
 	if b.Interval < time.Second || b.Interval > time.Hour {
 		errs = append(errs, fieldErr("bundle.interval", "%s is out of range (1s-1h)", b.Interval))
+	}
+	return append(errs, b.validateHTTP()...)
+}
+
+// validateHTTP checks the settings of an http(s) source: readable files,
+// and at least one source (active or shadow) they apply to.
+func (b Bundle) validateHTTP() []error {
+	var errs []error
+	isURL := func(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+	for _, f := range []struct{ key, path, want string }{
+		{"bundle.bearerTokenFile", b.BearerTokenFile, "a readable file holding a bearer token"},
+		{"bundle.caFile", b.CAFile, "a readable PEM CA certificate file"},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if !isURL(b.Source) && !isURL(b.Shadow.Source) {
+			errs = append(errs, fieldErr(f.key, "is set but neither bundle.source nor bundle.shadow.source is an http(s) URL"))
+			continue
+		}
+		if _, err := os.ReadFile(f.path); err != nil {
+			errs = append(errs, fieldErr(f.key, "%v (%s)", err, f.want))
+		}
 	}
 	return errs
 }

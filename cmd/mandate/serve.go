@@ -48,6 +48,8 @@ var serveFlags = map[string]string{
 
 	"bundle-require-signature": "bundle.requireSignature",
 	"shadow-bundle":            "bundle.shadow.source",
+	"bundle-bearer-token-file": "bundle.bearerTokenFile",
+	"bundle-ca-file":           "bundle.caFile",
 
 	// The serving certificate (docs/certificates.md).
 	"certs-mode":                  "certs.mode",
@@ -103,6 +105,8 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 	f.Bool("decision-log-include-object", d.DecisionLog.IncludeObject, "add the submitted object to decision lines, with env values, args, commands and annotation values redacted")
 	f.Bool("bundle-require-signature", d.Bundle.RequireSignature, "refuse every unsigned bundle (needs --bundle-verification-key)")
 	f.String("shadow-bundle", d.Bundle.Shadow.Source, "candidate bundle file, directory or http(s) URL decided beside the active policy and never enforced; differences are counted and logged")
+	f.String("bundle-bearer-token-file", d.Bundle.BearerTokenFile, "file holding a bearer token sent to an http(s) bundle source and shadow, re-read on every poll")
+	f.String("bundle-ca-file", d.Bundle.CAFile, "PEM CA certificates that verify an https bundle source's and shadow's server (default: the system roots)")
 	f.String("certs-mode", d.Certs.Mode, "serving certificate: \"files\" (tls.crt and tls.key of --cert-dir, e.g. from cert-manager) or \"selfSigned\" (Mandate's own rotating CA; see docs/certificates.md)")
 	f.String("certs-secret-name", d.Certs.SecretName, "selfSigned: the CA Secret in Mandate's namespace")
 	f.String("certs-service-name", d.Certs.ServiceName, "selfSigned: Mandate's Service, whose DNS names the serving certificate is for")
@@ -207,6 +211,9 @@ func bundleSource(ref string, c config.Bundle) bundles.SourceOptions {
 	src.Activator.Require = c.RequireSignature
 	if c.VerificationKey != "" {
 		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey}
+	}
+	if src.URL != "" {
+		src.BearerTokenFile, src.CAFile = c.BearerTokenFile, c.CAFile
 	}
 	return src
 }

@@ -7,9 +7,12 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,7 +37,10 @@ func writePublicKey(t *testing.T) string {
 	return path
 }
 
-func TestServeSetupErrors(t *testing.T) {
+// unreachableKubeconfig writes a kubeconfig whose API server is never
+// reached: the tests fail before serve would connect.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config
@@ -45,6 +51,11 @@ current-context: x
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return kubeconfig
+}
+
+func TestServeSetupErrors(t *testing.T) {
+	kubeconfig := unreachableKubeconfig(t)
 	dir := t.TempDir()
 	writeConfig := func(name, text string) string {
 		path := filepath.Join(dir, name)
@@ -94,6 +105,12 @@ current-context: x
 			wantErr: "bundle.source: bundle " + goodBundle + " rejected at verify"},
 		{name: "unreachable shadow bundle", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", goodBundle, "--shadow-bundle", "http://127.0.0.1:1/c.tar.gz"},
 			wantErr: "bundle.shadow.source: unable to fetch bundle http://127.0.0.1:1/c.tar.gz"},
+		{name: "missing bundle CA file", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", "https://127.0.0.1:1/b.tar.gz", "--bundle-ca-file", filepath.Join(dir, "nope.pem")},
+			wantErr: "bundle.caFile: open " + filepath.Join(dir, "nope.pem") + ": no such file or directory"},
+		{name: "missing bundle token file", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", "https://127.0.0.1:1/b.tar.gz"}, env: map[string]string{"MANDATE_BUNDLE_BEARER_TOKEN_FILE": filepath.Join(dir, "nope.token")},
+			wantErr: "bundle.bearerTokenFile: open " + filepath.Join(dir, "nope.token") + ": no such file or directory"},
+		{name: "bundle CA with a file source", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", goodBundle, "--bundle-ca-file", publicKey},
+			wantErr: "bundle.caFile: is set but neither bundle.source nor bundle.shadow.source is an http(s) URL"},
 		{name: "unreachable shadow beside the policies", args: []string{"serve", "--kubeconfig", kubeconfig, "--shadow-bundle", "http://127.0.0.1:1/c.tar.gz"},
 			wantErr: "bundle.shadow.source: unable to fetch bundle http://127.0.0.1:1/c.tar.gz"},
 	} {
@@ -108,6 +125,71 @@ current-context: x
 			}
 			if code != 1 || !strings.Contains(errText, tc.wantErr) {
 				t.Errorf("exit %d, error %q; want exit 1 and an error containing %q", code, errText, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestServeBundleHTTPSettings checks that --bundle-ca-file and
+// --bundle-bearer-token-file reach the http(s) source and the shadow: a TLS
+// bundle server answering 403 to everything records the token it was sent;
+// serve fails fast with the 403 (TLS verified with the CA), or with a
+// certificate error without the CA.
+func TestServeBundleHTTPSettings(t *testing.T) {
+	var mu sync.Mutex
+	var gotAuth []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := unreachableKubeconfig(t)
+	active, shadow := srv.URL+"/b.tar.gz", srv.URL+"/c.tar.gz"
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantErr  string
+		wantAuth string
+	}{
+		{name: "source with CA and token", args: []string{"--bundle", active, "--bundle-ca-file", caFile, "--bundle-bearer-token-file", tokenFile},
+			wantErr: "bundle.source: unable to fetch bundle " + active + ": 403 Forbidden", wantAuth: "Bearer s3cret"},
+		{name: "shadow with CA and token", args: []string{"--shadow-bundle", shadow, "--bundle-ca-file", caFile, "--bundle-bearer-token-file", tokenFile},
+			wantErr: "bundle.shadow.source: unable to fetch bundle " + shadow + ": 403 Forbidden", wantAuth: "Bearer s3cret"},
+		{name: "source without the CA", args: []string{"--bundle", active},
+			wantErr: "bundle.source: unable to fetch bundle " + active + ": Get"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			gotAuth = nil
+			mu.Unlock()
+			code, _, errText := run(t, append([]string{"serve", "--kubeconfig", kubeconfig}, tc.args...)...)
+			if code != 1 || !strings.Contains(errText, tc.wantErr) {
+				t.Errorf("exit %d, error %q; want exit 1 and an error containing %q", code, errText, tc.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.wantAuth == "" {
+				if len(gotAuth) != 0 {
+					t.Errorf("the server answered %d requests; want none (TLS should fail without the CA)", len(gotAuth))
+				}
+				if !strings.Contains(errText, "certificate") {
+					t.Errorf("error %q; want a certificate error", errText)
+				}
+				return
+			}
+			if len(gotAuth) == 0 || gotAuth[0] != tc.wantAuth {
+				t.Errorf("Authorization headers %q; want %q", gotAuth, tc.wantAuth)
 			}
 		})
 	}

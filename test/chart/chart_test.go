@@ -75,8 +75,8 @@ var nonDefault = []string{
 // checks that caBundle is valid base64.
 const caBundle = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ekNDQVcyZ0F3SUJBZ0lVZmFrZQotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg=="
 
-// TestLint runs helm lint, plain and --strict, with default and non-default
-// values.
+// TestLint runs helm lint, plain and --strict, with default, non-default
+// and bundle values.
 func TestLint(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -85,6 +85,7 @@ func TestLint(t *testing.T) {
 		{"default", nil},
 		{"default strict", []string{"--strict"}},
 		{"non-default strict", append([]string{"--strict"}, nonDefault...)},
+		{"bundle strict", append([]string{"--strict"}, bundleValues...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"lint", chartDir}, tc.args...)...)
@@ -293,6 +294,16 @@ func TestValuesRejected(t *testing.T) {
 		{"no cert-manager and no TLS", []string{"--set", "certManager.enabled=false"}, "tls.secretName"},
 		{"no cert-manager and no CA bundle", []string{"--set", "certManager.enabled=false", "--set", "tls.secretName=s"}, "tls.caBundle"},
 		{"policy ConfigMap without files", []string{"--set", "policies.source=configMap"}, "policies.configMap.name"},
+		{"bundle without a URL", []string{"--set", "policies.source=bundle"},
+			"policies.source is bundle: set policies.bundle.url to the http(s) URL of the policy bundle"},
+		{"signature required without a key", []string{"--set", "policies.source=bundle", "--set", "policies.bundle.url=" + bundleURL, "--set", "policies.bundle.requireSignature=true"},
+			"policies.bundle.requireSignature is true: set policies.bundle.verificationKey.secretName"},
+		{"bundle URL not http", []string{"--set", "policies.source=bundle", "--set", "policies.bundle.url=s3://b/m.tar.gz"}, "/policies/bundle/url"},
+		{"shadow URL a path", []string{"--set", "policies.shadow.url=/bundles/c.tar.gz"}, "/policies/shadow/url"},
+		{"interval not a duration", []string{"--set", "policies.bundle.interval=often"}, "/policies/bundle/interval"},
+		{"evaluation timeout not a duration", []string{"--set", "evaluation.timeout=fast"}, "/evaluation/timeout"},
+		{"old signingKeySecret", []string{"--set", "policies.bundle.signingKeySecret=k"}, "additional properties 'signingKeySecret' not allowed"},
+		{"unknown source", []string{"--set", "policies.source=oci"}, "/policies/source"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"template", release, chartDir, "--namespace", namespace}, tc.args...)...)
