@@ -2,8 +2,10 @@ package bundles
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -155,6 +157,8 @@ type HTTPSource struct {
 	Client *http.Client
 
 	etag string
+	// activated is the SHA-256 of the last bundle this source activated.
+	activated string
 }
 
 func (s *HTTPSource) client() (*http.Client, error) {
@@ -223,32 +227,39 @@ func (s *HTTPSource) poll(ctx context.Context) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("unable to fetch bundle %s: %s", s.URL, resp.Status)
 	}
-	path, err := download(resp.Body)
+	path, digest, err := download(resp.Body)
 	if err != nil {
 		return fmt.Errorf("unable to fetch bundle %s: %w", s.URL, err)
 	}
 	defer os.RemoveAll(filepath.Dir(path))
 	s.etag = resp.Header.Get("ETag")
+	if digest == s.activated {
+		// A server without ETags (a plain static file server) sends the
+		// same bundle on every poll: it is already active.
+		return nil
+	}
 	if err := s.Activator.activateFile(ctx, path, s.URL, s.Activator.opts.PersistDir != ""); err != nil {
 		return err
 	}
+	s.activated = digest
 	return nil
 }
 
 // download writes a response body, at most MaxBundleBytes, to a file in a
-// new temporary directory.
-func download(body io.Reader) (string, error) {
+// new temporary directory, and returns its SHA-256 too.
+func download(body io.Reader) (string, string, error) {
 	dir, err := os.MkdirTemp("", "mandate-bundle-")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	path := filepath.Join(dir, "bundle.tar.gz")
 	f, err := os.Create(path)
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", err
+		return "", "", err
 	}
-	n, err := io.Copy(f, io.LimitReader(body, MaxBundleBytes+1))
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, MaxBundleBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -257,9 +268,9 @@ func download(body io.Reader) (string, error) {
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", err
+		return "", "", err
 	}
-	return path, nil
+	return path, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Run polls until ctx ends, backing off after failed requests.

@@ -43,6 +43,7 @@ type bundleServer struct {
 	body        []byte
 	etag        string
 	fail        bool
+	noETag      bool // a plain static file server
 	token       string
 	requests    atomic.Int64
 	notModified atomic.Int64
@@ -70,7 +71,9 @@ func (s *bundleServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.notModified.Add(1)
 		w.WriteHeader(http.StatusNotModified)
 	default:
-		w.Header().Set("ETag", s.etag)
+		if !s.noETag {
+			w.Header().Set("ETag", s.etag)
+		}
 		_, _ = w.Write(s.body)
 	}
 }
@@ -106,6 +109,36 @@ func TestHTTPSourceETagAndNewRevision(t *testing.T) {
 	// Within the polling interval, plus the activation itself.
 	t.Logf("r2 active %v after publishing", time.Since(published))
 	assert.Less(t, time.Since(published), interval+2*time.Second)
+}
+
+// TestHTTPSourceWithoutETags: a server that sends no ETag answers every
+// poll with the whole bundle; an unchanged one is not activated again, a
+// new one is, and a rollback to the previous bytes is too.
+func TestHTTPSourceWithoutETags(t *testing.T) {
+	srv := &bundleServer{noETag: true}
+	srv.set(t, "r1")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	a := newActivator(t, bundles.ActivatorOptions{})
+	src := &bundles.HTTPSource{URL: ts.URL, Activator: a}
+	ctx := context.Background()
+
+	require.NoError(t, src.Poll(ctx))
+	first := a.Status()
+	require.Equal(t, "r1", first.Revision)
+	for range 3 {
+		require.NoError(t, src.Poll(ctx))
+	}
+	assert.Equal(t, int64(4), srv.requests.Load(), "downloaded on every poll")
+	assert.Equal(t, first.ActivatedAt, a.Status().ActivatedAt, "but activated once")
+	assert.Equal(t, first.LastAttempt, a.Status().LastAttempt, "and not even attempted again")
+
+	srv.set(t, "r2")
+	require.NoError(t, src.Poll(ctx))
+	assert.Equal(t, "r2", a.Current().Revision())
+	srv.set(t, "r1")
+	require.NoError(t, src.Poll(ctx))
+	assert.Equal(t, "r1", a.Current().Revision(), "a rollback to bytes seen before activates")
 }
 
 func TestHTTPSourceBacksOff(t *testing.T) {
