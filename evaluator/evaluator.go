@@ -108,8 +108,14 @@ func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
+	// The deadline and the caller's cancellation stop the evaluation through
+	// one topdown.Cancel: a timer and a context callback, rather than a
+	// context.WithTimeout, for which rego would start (and wake) a goroutine
+	// on every evaluation.
+	cancel := topdown.NewCancel()
+	timer := time.AfterFunc(e.timeout, cancel.Cancel)
+	defer timer.Stop()
+	defer context.AfterFunc(ctx, cancel.Cancel)()
 	if in.Cluster != nil {
 		ctx = ContextWithSnapshot(ctx, in.Cluster)
 	}
@@ -117,7 +123,7 @@ func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
 	if in.Explain {
 		query = e.explained
 	}
-	rs, err := query.Eval(ctx, rego.EvalParsedInput(value))
+	rs, err := query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalExternalCancel(cancel))
 	if err != nil {
 		return Decision{}, e.evalError(ctx, err)
 	}
