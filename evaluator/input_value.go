@@ -11,6 +11,21 @@ import (
 // on every admission. Field names follow the json tags of the Go types; the
 // test TestInputValueMatchesJSON holds the two equal.
 
+// The input's field names are interned once (at init, as OPA requires), so
+// str returns one shared term for each instead of allocating it again on
+// every admission.
+func init() {
+	ast.InternStringTerm(
+		"request", "operation", "user", "groups", "dryRun",
+		"namespace", "name", "labels",
+		"workload", "kind", "apiVersion", "tenant", "class", "pods", "minPods",
+		"gpusPerPod", "totalGPUs", "gpuResource", "gpuProduct", "priorityClass",
+		"topology", "required", "preferred", "scheduler", "roles", "replicas",
+		"annotations", "gpuFraction", "gpuMemoryMiB", "generateName", "owner", "uid",
+		"usage", "total", "nonPreemptible", "object",
+	)
+}
+
 func str(s string) *ast.Term { return ast.InternedTerm(s) }
 
 func num(n int) *ast.Term { return ast.InternedTerm(n) }
