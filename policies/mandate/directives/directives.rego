@@ -28,16 +28,18 @@ directives := object.union(_topology, {
 # Topology directives only for GPU gangs the rules place.
 _topology := {
 	"requiredLevel": r,
-	"requiredLabel": object.get(topology.facts.levels, [r, "label"], ""),
-	"requiredTier": object.get(topology.facts.levels, [r, "tier"], 0),
+	"requiredLabel": rl.label,
+	"requiredTier": rl.tier,
 	"preferredLevel": p,
-	"preferredLabel": object.get(topology.facts.levels, [p, "label"], ""),
-	"preferredTier": object.get(topology.facts.levels, [p, "tier"], 0),
+	"preferredLabel": pl.label,
+	"preferredTier": pl.tier,
 	"topologyName": {true: object.get(model.topology, "name", ""), false: ""}[r != ""],
 } if {
 	lib.gpu_workload
 	r := topology.required_level
 	p := topology.preferred_or_empty
+	rl := topology.level(r)
+	pl := topology.level(p)
 } else := {
 	"requiredLevel": "",
 	"requiredLabel": "",

@@ -47,17 +47,20 @@ allowed_classes := [v |
 
 # The class the workload runs at: what it asked for, else the default for its
 # workload class.
-effective_class := array.concat(
-	[c | c := workload.priorityClass; c != ""],
-	[c | c := model.classDefaults[workload.class]],
-)[0]
+effective_class := c if {
+	c := workload.priorityClass
+	c != ""
+} else := model.classDefaults[workload.class]
 
 tier := model.priorities[effective_class]
 
 gpu_workload if workload.totalGPUs > 0
 
 # The number of pods that must run together: the elastic minimum, else all.
-gang_size := array.concat([n | n := workload.minPods; n > 0], [n | n := workload.pods])[0]
+gang_size := n if {
+	n := workload.minPods
+	n > 0
+} else := workload.pods
 
 violation(code, dimension, message) := {
 	"code": code,

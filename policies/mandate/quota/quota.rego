@@ -13,36 +13,39 @@ import data.mandate.lib
 import data.mandate.model
 
 # Per decision, one pass over the chain: the tenants that set a quota for
-# the resource (nearest first) with their quota and usage, and the nearest
-# ones in breach.
-_q := {
-	"limited": limited,
-	"breach": [l |
-		some l in limited
-		input.workload.totalGPUs > l.quota.ceiling
-	],
-	"busy": [l |
-		some l in limited
-		n := input.workload.totalGPUs
-		n <= l.quota.ceiling
-		l.usage.total + n > l.quota.ceiling
-	],
-	"guarantee": [l |
-		some l in limited
-		l.usage.nonPreemptible + input.workload.totalGPUs > l.quota.guaranteed
-	],
-} if {
-	limited := [{"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, r], {"total": 0, "nonPreemptible": 0})} |
-		r := input.workload.gpuResource
-		some t in lib.chain
-		q := model.tenants[t].quota[r]
-	]
-}
+# the resource (nearest first) with their quota and usage.
+_limited := [{"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, r], {"total": 0, "nonPreemptible": 0})} |
+	r := input.workload.gpuResource
+	some t in lib.chain
+	q := model.tenants[t].quota[r]
+]
+
+# The limited tenants whose ceiling the workload exceeds on its own, whose
+# ceiling it exceeds with their current usage, and whose guarantee it exceeds
+# with their non-preemptible usage. Each is a rule of its own, so a decision
+# computes only those its rules ask for (a preemptible workload never needs
+# the guarantees).
+_breach := [l |
+	some l in _limited
+	input.workload.totalGPUs > l.quota.ceiling
+]
+
+_busy := [l |
+	some l in _limited
+	n := input.workload.totalGPUs
+	n <= l.quota.ceiling
+	l.usage.total + n > l.quota.ceiling
+]
+
+_guarantee := [l |
+	some l in _limited
+	l.usage.nonPreemptible + input.workload.totalGPUs > l.quota.guaranteed
+]
 
 deny contains v if {
 	lib.tenant_known
 	lib.gpu_workload
-	count(_q.limited) == 0
+	count(_limited) == 0
 	v := lib.violation("QUOTA_NO_RESOURCE", "quota", sprintf(
 		"tenant %s has no quota for %s (neither it nor its parents %v); ask for a quota or request a GPU resource it has",
 		[lib.tenant, input.workload.gpuResource, array.slice(lib.chain, 1, count(lib.chain))],
@@ -51,7 +54,7 @@ deny contains v if {
 
 deny contains v if {
 	lib.gpu_workload
-	l := _q.breach[0]
+	l := _breach[0]
 	v := lib.violation("QUOTA_EXCEEDS_CEILING", "quota", sprintf(
 		"the workload needs %d %s but tenant %s's ceiling is %d, so it could never run; ask for at most %d or have the ceiling of %s raised",
 		[input.workload.totalGPUs, input.workload.gpuResource, l.tenant, l.quota.ceiling, l.quota.ceiling, l.tenant],
@@ -60,8 +63,8 @@ deny contains v if {
 
 warn contains v if {
 	lib.gpu_workload
-	count(_q.breach) == 0
-	l := _q.busy[0]
+	count(_breach) == 0
+	l := _busy[0]
 	n := input.workload.totalGPUs
 	free := l.quota.ceiling - l.usage.total
 	v := lib.violation("QUOTA_CEILING_BUSY", "quota", sprintf(
@@ -74,7 +77,7 @@ warn contains v if {
 over_guarantee if {
 	lib.gpu_workload
 	lib.tier.preemptible == false
-	_q.guarantee[0]
+	_guarantee[0]
 }
 
 _over_guarantee_message(l) := sprintf(
@@ -87,7 +90,7 @@ deny contains v if {
 	over_guarantee
 	v := lib.violation("QUOTA_OVER_GUARANTEE", "quota", sprintf(
 		"%s; use a preemptible class (%s)",
-		[_over_guarantee_message(_q.guarantee[0]), lib.describe_classes(_preemptible_allowed)],
+		[_over_guarantee_message(_guarantee[0]), lib.describe_classes(_preemptible_allowed)],
 	))
 }
 
@@ -96,7 +99,7 @@ warn contains v if {
 	over_guarantee
 	v := lib.violation("QUOTA_TURNED_PREEMPTIBLE", "quota", sprintf(
 		"%s, so it runs preemptible: it may be stopped when guaranteed work needs the GPUs",
-		[_over_guarantee_message(_q.guarantee[0])],
+		[_over_guarantee_message(_guarantee[0])],
 	))
 }
 
@@ -108,13 +111,13 @@ _preemptible_allowed := [c |
 # The tenant whose numbers explain the verdict: the one in breach, else the
 # nearest one with a quota.
 _shown := l if {
-	l := _q.breach[0]
+	l := _breach[0]
 } else := l if {
-	l := _q.busy[0]
+	l := _busy[0]
 } else := l if {
 	over_guarantee
-	l := _q.guarantee[0]
-} else := _q.limited[0]
+	l := _guarantee[0]
+} else := _limited[0]
 
 explain := {
 	"dimension": "quota",

@@ -11,18 +11,13 @@ package mandate.topology
 import data.mandate.lib
 import data.mandate.model
 
-# The model's topology facts, computed once per decision: the level names
-# (widest first), the index of each (0 for the widest), the node label and
-# tier of each level by name (tiers count from the narrowest (0) upwards, the
-# way Volcano's highestTierAllowed counts network tiers), the rules whose
-# maxGPUs covers the whole gang (a rule without maxGPUs covers everything)
-# and the levels the workload names that the cluster does not have.
+# The model's topology facts, computed once per decision: the index of each
+# level by name (0 for the widest), the rules whose maxGPUs covers the whole
+# gang (a rule without maxGPUs covers everything) and the levels the workload
+# names that the cluster does not have. Only what every decision reads: the
+# level names and each level's label and tier are looked up when needed.
 facts := {
-	"names": names,
 	"index": index,
-	"levels": {l.name: {"label": l.nodeLabel, "tier": top - i} |
-		some i, l in model.topology.levels
-	},
 	"rules": [r |
 		n := input.workload.totalGPUs
 		some r in model.topology.rules
@@ -34,19 +29,25 @@ facts := {
 		not index[name]
 	],
 } if {
-	names := [l.name | some l in model.topology.levels]
-	index := {name: i | some i, name in names}
-	top := count(names) - 1
+	index := {l.name: i | some i, l in model.topology.levels}
 }
 
+# level(name) is the node label and tier of the level called name (tiers
+# count from the narrowest (0) upwards, the way Volcano's highestTierAllowed
+# counts network tiers); an empty label and tier 0 for no such level.
+level(name) := {"label": l.nodeLabel, "tier": (count(model.topology.levels) - 1) - i} if {
+	i := facts.index[name]
+	l := model.topology.levels[i]
+} else := {"label": "", "tier": 0}
+
 # The node label and tier of each level by name.
-levels := facts.levels
+levels := {name: level(name) | some name, _ in facts.index}
 
 deny contains v if {
 	some name in facts.unknown
 	v := lib.violation("TOPOLOGY_UNKNOWN_LEVEL", "topology", sprintf(
 		"topology level %q is not one of this cluster's levels: %s",
-		[name, concat(", ", facts.names)],
+		[name, concat(", ", [l.name | some l in model.topology.levels])],
 	))
 }
 
@@ -59,14 +60,25 @@ required_level := r if {
 
 # The preferred level: what the workload asks for, else the rule's; never
 # wider than the required level.
-preferred_level := [p |
-	some p in [input.workload.topology.preferred, object.get(facts.rules[0], "preferred", "")]
+preferred_level := p if {
+	p := preferred_or_empty
 	p != ""
-	facts.index[p] >= facts.index[required_level]
-][0]
+}
 
 # preferred_or_empty is the preferred level, else "".
-preferred_or_empty := array.concat([p | p := preferred_level], [""])[0]
+preferred_or_empty := p if {
+	p := input.workload.topology.preferred
+	_within_required(p)
+} else := p if {
+	p := object.get(facts.rules[0], "preferred", "")
+	_within_required(p)
+} else := ""
+
+# _within_required(p): p is a level no wider than the required level.
+_within_required(p) if {
+	p != ""
+	facts.index[p] >= facts.index[required_level]
+}
 
 # One answer per decision from the placement builtin (the live snapshot, or
 # the fixture in data.mandate.cluster in tests).
