@@ -79,13 +79,19 @@ func (s *Server) shadow(ctx context.Context, o Options, r *Reviewer) (bundles.So
 	ctrl.LoggerFrom(ctx).Info("shadow bundle activated: decided beside the active revision, never enforced",
 		"shadowRevision", act.Current().Revision())
 	s.Shadow = act
-	r.Shadow = func() Decider {
+	r.Shadow = current(act)
+	return src, nil
+}
+
+// current asks act, on every call, for the revision active now; nil (no
+// Decider) while none is.
+func current(act *bundles.Activator) func() Decider {
+	return func() Decider {
 		if ev := act.Current(); ev != nil {
 			return ev
 		}
 		return nil
 	}
-	return src, nil
 }
 
 // BundleStatus is what StatusPath serves: the activation status of the

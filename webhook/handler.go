@@ -87,7 +87,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if done {
 		return observe(webhookMutate, req, start, resp)
 	}
-	if d, ok, err := gangDirectives(ctx, m.Owners, m.ownerTimeout(), obj); err != nil {
+	if d, ok, err := gangDirectives(ctx, m.Owners, ownerTimeout(m.OwnerTimeout), obj); err != nil {
 		log.Error(err, "unable to read the pod's owner")
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
@@ -128,9 +128,10 @@ func auditAnnotations(d evaluator.Decision) map[string]string {
 	return a
 }
 
-func (m *Mutator) ownerTimeout() time.Duration {
-	if m.OwnerTimeout > 0 {
-		return m.OwnerTimeout
+// ownerTimeout is d, or DefaultOwnerTimeout when d is not set.
+func ownerTimeout(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
 	return DefaultOwnerTimeout
 }

@@ -48,11 +48,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if _, marked := obj.GetAnnotations()[scheduler.AnnotationDirectives]; marked {
 		return observe(webhookValidate, req, start, admission.Allowed("admitted by the mutating webhook"))
 	}
-	timeout := v.OwnerTimeout
-	if timeout <= 0 {
-		timeout = DefaultOwnerTimeout
-	}
-	if _, ok, err := gangDirectives(ctx, v.Owners, timeout, obj); err != nil {
+	if _, ok, err := gangDirectives(ctx, v.Owners, ownerTimeout(v.OwnerTimeout), obj); err != nil {
 		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		return observe(webhookValidate, req, start, admission.Allowed("pod of an admitted gang"))

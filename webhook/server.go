@@ -281,13 +281,7 @@ func (s *Server) policy(ctx context.Context, o Options) (*Reviewer, bundles.Sour
 	// Later revisions reshape it (topology levels, tenant tree) before
 	// they decide.
 	act.OnActivate(func(ev *evaluator.Evaluator) error { return s.State.SetModel(ev.Model()) })
-	current := func() Decider {
-		if ev := act.Current(); ev != nil {
-			return ev
-		}
-		return nil
-	}
-	return &Reviewer{Source: current, State: s.State}, src, nil
+	return &Reviewer{Source: current(act), State: s.State}, src, nil
 }
 
 // ready is the readiness check: ready once the policy is loaded (with a
