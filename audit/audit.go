@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/mandate-dev/mandate/cluster"
@@ -157,7 +156,7 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 			return nil, nil, fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
 		var notes []string
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && isOwnerKind(ref) {
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && workload.IsGangOwner(ref) {
 			i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, pod.Namespace, ref.Name)]
 			if ok && (ref.UID == "" || entries[i].obj.GetUID() == "" || ref.UID == entries[i].obj.GetUID()) {
 				entries[i].pods = append(entries[i].pods, pod)
@@ -193,11 +192,6 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 	}
 	sort.SliceStable(kept, func(i, j int) bool { return less(kept[i].obj, kept[j].obj) })
 	return kept, rep, nil
-}
-
-func isOwnerKind(ref *metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && slices.Contains(ownerKinds, gv.WithKind(ref.Kind))
 }
 
 // ownerKey names an owner the way its pods' controller references do.

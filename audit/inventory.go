@@ -16,11 +16,9 @@ var (
 	nodeGVK      = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	podGVK       = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	jobGVK       = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
-
 	// ownerKinds are the governed kinds whose pods are decided through
-	// them: the webhook admits their pods with the owner's directives.
-	ownerKinds = []schema.GroupVersionKind{jobGVK, workload.PyTorchJobGVK, workload.VolcanoJobGVK}
+	// them, as the webhook admits their pods with the owner's directives.
+	ownerKinds = workload.GangOwnerKinds
 )
 
 // Inventory is what exists in a cluster: the Nodes, Namespaces and Pods the

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/webhook/workload"
 )
 
 // listPageSize bounds one List call, so a large cluster is read in pages.
@@ -59,7 +61,7 @@ func List(ctx context.Context, c client.Reader, source string) (*Inventory, erro
 // optionalKind says whether gvk is one that may legitimately be missing: a
 // custom resource, not a built-in kind.
 func optionalKind(gvk schema.GroupVersionKind) bool {
-	return gvk.Group != "" && gvk != jobGVK
+	return gvk.Group != "" && gvk != workload.JobGVK
 }
 
 // listAll lists every object of one kind, page by page, into inv.

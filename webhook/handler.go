@@ -44,13 +44,9 @@ const DefaultOwnerTimeout = time.Second
 
 var (
 	podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	jobGVK = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
 
 	// governedKinds are the workload kinds the webhooks decide.
-	governedKinds = []schema.GroupVersionKind{podGVK, jobGVK, workload.PyTorchJobGVK, workload.VolcanoJobGVK}
-	// gangOwnerKinds are the owners whose pods belong to a gang decided
-	// when the owner was admitted.
-	gangOwnerKinds = []schema.GroupVersionKind{jobGVK, workload.PyTorchJobGVK, workload.VolcanoJobGVK}
+	governedKinds = append([]schema.GroupVersionKind{podGVK}, workload.GangOwnerKinds...)
 )
 
 // OwnerReader reads a pod's owner, uncached (the owner was admitted
@@ -196,15 +192,12 @@ func gangDirectives(ctx context.Context, owners OwnerReader, timeout time.Durati
 		return evaluator.Directives{}, false, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil {
+	if ref == nil || !workload.IsGangOwner(ref) {
 		return evaluator.Directives{}, false, nil
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || !slices.Contains(gangOwnerKinds, gv.WithKind(ref.Kind)) {
-		return evaluator.Directives{}, false, nil //nolint:nilerr // an unparsable owner is simply not a gang owner
-	}
 	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	owner.SetAPIVersion(ref.APIVersion)
+	owner.SetKind(ref.Kind)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := owners.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
