@@ -30,6 +30,10 @@ test: build envtest-assets ## Run every test: Go unit, property, fuzz-seed and r
 demo: build envtest-assets ## Run mandate serve as the webhook of a local kube-apiserver, load the example cluster, create the example workloads and print what was admitted, mutated or denied, and why.
 	$(GO) run ./hack/demo --mandate $(MANDATE) --examples examples
 
+.PHONY: chart-rules
+chart-rules: ## Regenerate the chart's webhook rules from the kind registry (after registering a kind).
+	$(GO) run ./hack/chart-rules
+
 .PHONY: lint
 lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
@@ -41,7 +45,7 @@ lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict
 
 .PHONY: fuzz
 fuzz: ## Fuzz the workload normaliser and the admission handler (FUZZTIME=10m for a long run).
-	$(GO) test ./webhook/workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench

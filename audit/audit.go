@@ -28,9 +28,9 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/topology"
-	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // DefaultUser is the user the audit's decisions are made for.
@@ -39,7 +39,7 @@ const DefaultUser = "mandate-audit"
 // Options say what to audit against.
 type Options struct {
 	// Decider is the candidate policy revision.
-	Decider webhook.Decider
+	Decider review.Decider
 	// Model is the candidate's authority model: its topology levels and
 	// tenant hierarchy shape the cluster state.
 	Model evaluator.Model
@@ -48,7 +48,7 @@ type Options struct {
 	// Namespace limits the audit to one namespace ("" audits all); usage
 	// and free capacity still count the whole cluster.
 	Namespace string
-	// Exempt namespaces are never governed, beside webhook.SystemNamespaces
+	// Exempt namespaces are never governed, beside review.SystemNamespaces
 	// (Mandate's own namespace, as the webhook registration excludes it).
 	Exempt []string
 	// User and Groups the decisions are made for; DefaultUser when empty.
@@ -92,7 +92,7 @@ func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
 		user = DefaultUser
 	}
 	req := evaluator.Request{Operation: "CREATE", User: user, Groups: o.Groups, DryRun: true}
-	reviewer := &webhook.Reviewer{Decider: o.Decider, State: state}
+	reviewer := &review.Service{Decider: o.Decider, State: state}
 	log := ctrl.LoggerFrom(ctx)
 	for _, e := range entries {
 		if e.obj == nil {
@@ -114,7 +114,7 @@ func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
 
 // decide reviews one workload with its own pods taken out of the state,
 // then counts them again.
-func decide(ctx context.Context, r *webhook.Reviewer, state *cluster.State, e entry, req evaluator.Request) (Result, error) {
+func decide(ctx context.Context, r *review.Service, state *cluster.State, e entry, req evaluator.Request) (Result, error) {
 	for _, p := range e.pods {
 		state.DeletePod(p.Namespace, p.Name)
 	}
@@ -166,7 +166,7 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 		}
 		entries = append(entries, entry{obj: obj, pods: []*corev1.Pod{pod}, notes: notes})
 	}
-	exempt := slices.Concat(webhook.SystemNamespaces, o.Exempt)
+	exempt := slices.Concat(review.SystemNamespaces, o.Exempt)
 	kept := entries[:0]
 	var nFinished, nExempt int
 	for _, e := range entries {

@@ -14,7 +14,7 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/review"
 )
 
 func readSnapshot(t *testing.T, path string) *audit.Inventory {
@@ -86,7 +86,7 @@ func TestOwnPodsAreWhatMakesItFit(t *testing.T) {
 			pretrain = o
 		}
 	}
-	rv, err := (&webhook.Reviewer{Decider: ev, State: state}).Review(context.Background(), pretrain,
+	rv, err := (&review.Service{Decider: ev, State: state}).Review(context.Background(), pretrain,
 		evaluator.Request{Operation: "CREATE", DryRun: true})
 	require.NoError(t, err)
 	require.NotEmpty(t, rv.Decision.Warnings)

@@ -17,10 +17,10 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/fixtures"
-	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/admitted.yaml")
@@ -90,14 +90,14 @@ func admit(t *testing.T, inv *audit.Inventory) []*unstructured.Unstructured {
 	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
 		require.NoError(t, state.Add(obj))
 	}
-	r := &webhook.Reviewer{Decider: ev, State: state}
+	r := &review.Service{Decider: ev, State: state}
 	req := evaluator.Request{Operation: "CREATE", User: "admin", DryRun: true}
 	directives := map[string]evaluator.Directives{}
 	var out []*unstructured.Unstructured
 	out = append(out, inv.Nodes...)
 	out = append(out, inv.Namespaces...)
 	decide := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
-		if slices.Contains(webhook.SystemNamespaces, obj.GetNamespace()) {
+		if slices.Contains(review.SystemNamespaces, obj.GetNamespace()) {
 			return obj
 		}
 		rv, err := r.Review(ctx, obj, req)

@@ -9,16 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mandate-dev/mandate/cluster"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 var (
 	nodeGVK      = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
-	podGVK       = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	// ownerKinds are the governed kinds whose pods are decided through
-	// them, as the webhook admits their pods with the owner's directives.
-	ownerKinds = workload.GangOwnerKinds
+	podGVK       = workload.PodGVK
 )
 
 // Inventory is what exists in a cluster: the Nodes, Namespaces and Pods the
@@ -47,7 +44,7 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 		inv.Namespaces = append(inv.Namespaces, obj)
 	case gvk == podGVK:
 		inv.Pods = append(inv.Pods, obj)
-	case slices.Contains(ownerKinds, gvk):
+	case isGangOwner(gvk):
 		inv.Owners = append(inv.Owners, obj)
 	}
 	return nil
@@ -98,4 +95,11 @@ func finished(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// isGangOwner: the pods of a gang owner kind are decided through it, as the
+// webhook admits them with the owner's directives.
+func isGangOwner(gvk schema.GroupVersionKind) bool {
+	k, ok := workload.Lookup(gvk)
+	return ok && k.GangOwner
 }

@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // listPageSize bounds one List call, so a large cluster is read in pages.
@@ -41,7 +41,7 @@ func ListKubeconfig(ctx context.Context, path, kubeContext string) (*Inventory, 
 func List(ctx context.Context, c client.Reader, source string) (*Inventory, error) {
 	log := ctrl.LoggerFrom(ctx)
 	inv := &Inventory{Source: source}
-	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, ownerKinds...)
+	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, workload.GangOwners()...)
 	for _, gvk := range kinds {
 		n, err := listAll(ctx, c, gvk, inv)
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 )
 
 // Verdict is what the candidate would do to an existing workload.
@@ -124,7 +124,7 @@ func refOf(obj *unstructured.Unstructured, tenant string) WorkloadRef {
 // fill records the decision and, when admitted, what the mutation would
 // change. The policy-revision annotation is left out: every revision
 // writes its own, which is no change to the workload.
-func (r *Result) fill(obj *unstructured.Unstructured, rv webhook.Review) error {
+func (r *Result) fill(obj *unstructured.Unstructured, rv review.Result) error {
 	d := rv.Decision
 	r.Violations, r.Warned, r.DryRun, r.Warnings = d.Violations, d.Warned, d.DryRun, d.Warnings
 	if !d.Allowed {
@@ -134,10 +134,10 @@ func (r *Result) fill(obj *unstructured.Unstructured, rv webhook.Review) error {
 	r.Directives = &d.Directives
 	mutated := rv.Mutated.DeepCopy()
 	annotations := mutated.GetAnnotations()
-	if v, ok := obj.GetAnnotations()[webhook.AnnotationPolicyRevision]; ok {
-		annotations[webhook.AnnotationPolicyRevision] = v
+	if v, ok := obj.GetAnnotations()[review.AnnotationPolicyRevision]; ok {
+		annotations[review.AnnotationPolicyRevision] = v
 	} else {
-		delete(annotations, webhook.AnnotationPolicyRevision)
+		delete(annotations, review.AnnotationPolicyRevision)
 	}
 	mutated.SetAnnotations(annotations)
 	ops, err := scheduler.Patch(obj, mutated)
@@ -160,20 +160,20 @@ func (r *Result) fill(obj *unstructured.Unstructured, rv webhook.Review) error {
 // mandate.dev/directives annotation of its admission) with the
 // candidate's, field by field.
 func differences(obj *unstructured.Unstructured, next evaluator.Directives) []string {
-	raw, ok := obj.GetAnnotations()[scheduler.AnnotationDirectives]
+	recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations())
+	if err != nil {
+		return []string{fmt.Sprintf("carries an %v", err)}
+	}
 	if !ok {
 		return []string{fmt.Sprintf("not admitted by Mandate yet (no %s); would get %s", scheduler.AnnotationDirectives, summary(next))}
 	}
-	var before, after map[string]any
-	if err := json.Unmarshal([]byte(raw), &before); err != nil {
-		return []string{fmt.Sprintf("carries an unreadable %s: %v", scheduler.AnnotationDirectives, err)}
-	}
-	b, err := json.Marshal(next)
+	before, err := fields(recorded)
 	if err != nil {
-		return []string{fmt.Sprintf("unable to encode the directives: %v", err)}
+		return []string{err.Error()}
 	}
-	if err := json.Unmarshal(b, &after); err != nil {
-		return []string{fmt.Sprintf("unable to decode the directives: %v", err)}
+	after, err := fields(next)
+	if err != nil {
+		return []string{err.Error()}
 	}
 	keys := make([]string, 0, len(after))
 	for k := range after {
@@ -192,6 +192,19 @@ func differences(obj *unstructured.Unstructured, next evaluator.Directives) []st
 		}
 	}
 	return out
+}
+
+// fields is d as its JSON object, field by field.
+func fields(d evaluator.Directives) (map[string]any, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("unable to encode the directives: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("unable to decode the directives: %w", err)
+	}
+	return m, nil
 }
 
 // summary is directives in short: "kai/product build non-preemptible

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 func TestWatch(t *testing.T) {
@@ -38,15 +38,15 @@ func TestWatch(t *testing.T) {
 		return f
 	}
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vision", Labels: map[string]string{ledger.LabelTenant: "research-vision"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vision", Labels: map[string]string{workload.LabelTenant: "research-vision"}}}
 	fake(&corev1.Namespace{}).Add(ns)
-	if got := s.Namespace("vision").Labels[ledger.LabelTenant]; got != "research-vision" {
+	if got := s.Namespace("vision").Labels[workload.LabelTenant]; got != "research-vision" {
 		t.Errorf("after add: tenant = %q, want research-vision", got)
 	}
 	relabelled := ns.DeepCopy()
-	relabelled.Labels[ledger.LabelTenant] = "product"
+	relabelled.Labels[workload.LabelTenant] = "product"
 	fake(&corev1.Namespace{}).Update(ns, relabelled)
-	if got := s.Namespace("vision").Labels[ledger.LabelTenant]; got != "product" {
+	if got := s.Namespace("vision").Labels[workload.LabelTenant]; got != "product" {
 		t.Errorf("after update: tenant = %q, want product", got)
 	}
 

@@ -173,15 +173,3 @@ func (s *State) Usage(tenant string) map[string]map[string]ledger.Usage {
 	}
 	return s.ledger.Usage(tenant)
 }
-
-// LockTenantTree serialises admissions of one tenant tree between reading
-// usage and reserving; call the returned function to unlock.
-func (s *State) LockTenantTree(tenant string) func() { return s.ledger.LockTree(tenant) }
-
-// Release drops the reservation of key, if any.
-func (s *State) Release(key string) { s.ledger.Release(key) }
-
-// Reserve counts an admitted workload's GPUs until its pods are seen.
-func (s *State) Reserve(key, tenant string, gpus map[string]int, preemptible bool) {
-	s.ledger.Reserve(key, tenant, gpus, preemptible, ledger.DefaultReservationTTL)
-}

@@ -12,7 +12,6 @@ import (
 	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook"
 )
 
 // Serve is the configuration of `mandate serve`.
@@ -132,6 +131,20 @@ type ShadowBundle struct {
 	Source string `json:"source" yaml:"source" mapstructure:"source"`
 }
 
+// Defaults of the server's addresses.
+const (
+	DefaultPort        = 9443
+	DefaultHealthAddr  = ":8081"
+	DefaultMetricsAddr = ":8080"
+)
+
+// DefaultAdminGroups may set, change and remove a namespace's tenant.
+var DefaultAdminGroups = []string{"system:masters", "mandate-admins"}
+
+// WebhookConfigurationName names Mandate's mutating and validating webhook
+// configurations.
+const WebhookConfigurationName = "mandate"
+
 // DefaultBundleInterval is how often the bundle source is polled.
 const DefaultBundleInterval = 30 * time.Second
 
@@ -159,15 +172,15 @@ const MaxEvaluationTimeout = 30 * time.Second
 // Default returns the configuration used for every key that is not set.
 func Default() Serve {
 	return Serve{
-		Webhook:     Webhook{Port: webhook.DefaultPort},
-		HealthAddr:  webhook.DefaultHealthAddr,
-		MetricsAddr: webhook.DefaultMetricsAddr,
-		AdminGroups: append([]string(nil), webhook.DefaultAdminGroups...),
+		Webhook:     Webhook{Port: DefaultPort},
+		HealthAddr:  DefaultHealthAddr,
+		MetricsAddr: DefaultMetricsAddr,
+		AdminGroups: append([]string(nil), DefaultAdminGroups...),
 		Evaluation:  Evaluation{Timeout: evaluator.DefaultTimeout},
 		Bundle:      Bundle{Interval: DefaultBundleInterval},
 		DecisionLog: defaultDecisionLog(),
 		Certs: Certs{Mode: CertsFiles, SecretName: "mandate-webhook-ca", ServiceName: "mandate",
-			WebhookConfiguration: webhook.ConfigurationName,
+			WebhookConfiguration: WebhookConfigurationName,
 			CADuration:           certs.DefaultCADuration, CARenewBefore: certs.DefaultCARenewBefore,
 			ServingDuration: certs.DefaultServingDuration, ServingRenewBefore: certs.DefaultServingRenewBefore,
 			PropagationDelay: certs.DefaultPropagationDelay},

@@ -20,7 +20,7 @@ import (
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/topology/topologytest"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // reference is the 100k-GPU reference cluster, decided against the default
@@ -140,7 +140,7 @@ func decisionInput(state *cluster.State, namespace string) evaluator.Input {
 		Roles: []workload.Role{{Name: "Worker", Replicas: 16, GPUsPerPod: 8}},
 	}
 	ns := state.Namespace(namespace)
-	w.Tenant = ns.Labels[topologytest.LabelTenant]
+	w.Tenant = ns.Labels[workload.LabelTenant]
 	return evaluator.Input{
 		Request:   evaluator.Request{Operation: "CREATE", User: "bench"},
 		Namespace: ns,

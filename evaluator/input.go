@@ -7,7 +7,7 @@ import (
 
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/topology"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Input is what one decision is made on: input in Rego.

@@ -4,7 +4,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/mandate-dev/mandate/ledger"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // The Rego input is built term by term rather than through JSON: it is made
@@ -22,6 +22,7 @@ func init() {
 		"gpusPerPod", "totalGPUs", "gpuResource", "gpuProduct", "priorityClass",
 		"topology", "required", "preferred", "scheduler", "roles", "replicas",
 		"annotations", "gpuFraction", "gpuMemoryMiB", "generateName", "owner", "uid",
+		"requestedPreemptible", "requestedPreemptibleBy",
 		"usage", "total", "nonPreemptible", "object",
 	)
 }
@@ -109,6 +110,11 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 	}
 	if w.GenerateName != "" {
 		items = append(items, ast.Item(str("generateName"), str(w.GenerateName)))
+	}
+	if w.RequestedPreemptible != nil {
+		items = append(items,
+			ast.Item(str("requestedPreemptible"), ast.BooleanTerm(*w.RequestedPreemptible)),
+			ast.Item(str("requestedPreemptibleBy"), str(w.RequestedPreemptibleBy)))
 	}
 	if w.Owner != nil {
 		items = append(items, ast.Item(str("owner"), ast.ObjectTerm(

@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 const (
@@ -90,7 +90,7 @@ func TestGang(t *testing.T) {
 		job := admitted(t, jobObject("steady", 4, 8), volcanoDirectives)
 		require.NoError(t, c.Create(ctx, job))
 		pg := waitPodGroup(t, c, "mandate-job-steady")
-		r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), gvk: jobGVK}
+		r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), gvk: workload.JobGVK}
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "steady"}}
 		for range 2 {
 			_, err := r.Reconcile(ctx, req)
@@ -171,9 +171,9 @@ func TestGang(t *testing.T) {
 			// Reconcile it directly once the cache has it, so the
 			// assertion does not race the manager.
 			require.Eventually(t, func() bool {
-				return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(obj), metadataOf(jobGVK)) == nil
+				return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(obj), metadataOf(workload.JobGVK)) == nil
 			}, timeout, tick)
-			r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), gvk: jobGVK}
+			r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), gvk: workload.JobGVK}
 			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 			require.NoError(t, err)
 			err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mandate-job-" + obj.GetName()}, podGroup())

@@ -2,7 +2,6 @@ package gang
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -16,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // errForeignPodGroup is returned when the PodGroup a gang needs exists but
@@ -103,11 +102,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // directivesOf decodes the directives obj was admitted with.
 func directivesOf(obj client.Object) (evaluator.Directives, error) {
-	var d evaluator.Directives
-	raw := obj.GetAnnotations()[scheduler.AnnotationDirectives]
-	if err := json.Unmarshal([]byte(raw), &d); err != nil {
-		return d, fmt.Errorf("unable to decode annotation %s of %s %s/%s: %w",
-			scheduler.AnnotationDirectives, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+	d, _, err := scheduler.RecordedDirectives(obj.GetAnnotations())
+	if err != nil {
+		return d, fmt.Errorf("%s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return d, nil
 }

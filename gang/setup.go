@@ -34,16 +34,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
 )
 
-// The kinds whose gangs get a PodGroup.
 var (
-	jobGVK        = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
-	podGVK        = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	pyTorchJobGVK = workload.PyTorchJobGVK
-	podGroupGVK   = schema.FromAPIVersionAndKind(scheduler.PodGroupAPIVersion, scheduler.PodGroupKind)
+	podGVK      = workload.PodGVK
+	podGroupGVK = schema.FromAPIVersionAndKind(scheduler.PodGroupAPIVersion, scheduler.PodGroupKind)
 )
 
 // Setup registers with mgr one controller per governed gang kind the API
@@ -60,7 +57,11 @@ func Setup(mgr manager.Manager) error {
 		log.Info("Volcano PodGroups are not served; not keeping PodGroups", "gvk", podGroupGVK.String())
 		return nil
 	}
-	for _, gvk := range []schema.GroupVersionKind{jobGVK, pyTorchJobGVK, podGVK} {
+	for _, kind := range workload.Kinds() {
+		if kind.VolcanoNative {
+			continue
+		}
+		gvk := kind.GVK
 		served, err := isServed(mgr, gvk)
 		if err != nil {
 			return err
@@ -130,7 +131,7 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 // admitted by Mandate, and not a pod a controller made (its owner is the
 // gang).
 func isCandidate(gvk schema.GroupVersionKind, o client.Object) bool {
-	if _, ok := o.GetAnnotations()[scheduler.AnnotationDirectives]; !ok {
+	if _, ok, _ := scheduler.RecordedDirectives(o.GetAnnotations()); !ok {
 		return false
 	}
 	return gvk != podGVK || metav1.GetControllerOfNoCopy(o) == nil

@@ -12,10 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
-
-// LabelTenant on a Namespace names the tenant that owns it.
-const LabelTenant = "mandate.dev/tenant"
 
 // maxDepth bounds walks up the hierarchy, so a cycle in bad data cannot hang.
 const maxDepth = 16
@@ -86,7 +84,7 @@ func (l *Ledger) SetConfig(cfg Config) {
 // UpsertNamespace records which tenant a namespace belongs to, moving the
 // usage of its pods when the label changed.
 func (l *Ledger) UpsertNamespace(ns *corev1.Namespace) {
-	l.setTenant(ns.Name, ns.Labels[LabelTenant])
+	l.setTenant(ns.Name, ns.Labels[workload.LabelTenant])
 }
 
 // DeleteNamespace forgets a namespace; its pods stop counting for a tenant.

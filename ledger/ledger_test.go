@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mandate-dev/mandate/workload"
 )
 
 var testConfig = Config{
@@ -15,7 +17,7 @@ var testConfig = Config{
 }
 
 func ns(name, tenant string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelTenant: tenant}}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{workload.LabelTenant: tenant}}}
 }
 
 func gpuPod(namespace, name, class string, gpus int64, phase corev1.PodPhase, labels map[string]string) *corev1.Pod {

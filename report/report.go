@@ -14,13 +14,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/review"
 )
 
 // Item is one decided object and where it came from.
 type Item struct {
 	Source string
-	Review webhook.Review
+	Review review.Result
 }
 
 // View is the machine-readable form of one Item.

@@ -8,7 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 )
 
 // decided finishes a request the Reviewer was asked to decide: it records
@@ -17,11 +18,11 @@ import (
 // Review call of a handler goes through here exactly once, so decision
 // lines and mandate_decisions_total agree.
 func decided(ctx context.Context, log *decisionlog.Logger, webhook string, req admission.Request,
-	obj *unstructured.Unstructured, start time.Time, review Review, err error, resp admission.Response,
+	obj *unstructured.Unstructured, start time.Time, result review.Result, err error, resp admission.Response,
 ) admission.Response {
 	latency := time.Since(start)
 	observeLatency(webhook, req, latency, resp)
-	countDecision(webhook, review.Decision, err)
+	countDecision(webhook, result.Decision, err)
 	if log == nil {
 		return resp
 	}
@@ -32,14 +33,14 @@ func decided(ctx context.Context, log *decisionlog.Logger, webhook string, req a
 		Kind:       obj.GetKind(),
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
-		Tenant:     review.Workload.Tenant,
-		Decision:   review.Decision,
+		Tenant:     result.Workload.Tenant,
+		Decision:   result.Decision,
 		Err:        err,
 		Latency:    latency,
 		Object:     obj.Object,
 	}
-	_, e.Reinvocation = obj.GetAnnotations()[scheduler.AnnotationDirectives]
-	if s := review.Shadow; s != nil {
+	_, e.Reinvocation, _ = scheduler.RecordedDirectives(obj.GetAnnotations())
+	if s := result.Shadow; s != nil {
 		e.Shadow = &decisionlog.Shadow{Revision: s.Revision, Decision: s.Decision, Differences: s.Differences}
 	}
 	log.Log(ctx, &e)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/reviewtest"
 )
 
 // reviewBody is an AdmissionReview as the API server POSTs it.
@@ -50,8 +51,9 @@ func post(t testing.TB, h http.Handler, body []byte, contentType string) (int, *
 // never panics, and it always answers with a well-formed AdmissionReview
 // whose response either allows or carries a 4xx/5xx status.
 func FuzzMutate(f *testing.F) {
-	r, _ := newTestReviewer(f)
-	h := NewHandlers(HandlerOptions{Reviewer: r, Owners: &fakeOwners{}}).Mutate
+	r, _ := reviewtest.Service(f)
+	r.Owners = &fakeOwners{}
+	h := NewHandlers(HandlerOptions{Reviewer: r}).Mutate
 	for _, obj := range []string{fixtures.PlatformTooBig, fixtures.VisionSweep, llmFinetune, sweepPod} {
 		f.Add(reviewBody(f, admissionRequest(f, admissionv1.Create, obj, "", "alice")), "application/json")
 	}
@@ -105,7 +107,7 @@ func FuzzMutate(f *testing.F) {
 }
 
 func TestMutateHTTP(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	h := NewHandlers(HandlerOptions{Reviewer: r}).Mutate
 	req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice")
 

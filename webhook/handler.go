@@ -11,18 +11,16 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Audit annotation keys of every decided workload's response. The API
@@ -38,35 +36,12 @@ const (
 	AuditDryRunViolations = "dryrun-violations"
 )
 
-// DefaultOwnerTimeout bounds the uncached read of a pod's owner; it must
-// stay well under the webhook's timeoutSeconds.
-const DefaultOwnerTimeout = time.Second
-
-var (
-	podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-
-	// governedKinds are the workload kinds the webhooks decide.
-	governedKinds = append([]schema.GroupVersionKind{podGVK}, workload.GangOwnerKinds...)
-)
-
-// OwnerReader reads a pod's owner, uncached (the owner was admitted
-// moments ago and a cache may not have seen it yet). The manager's API
-// reader satisfies it; tests fake it.
-type OwnerReader interface {
-	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
-}
-
-var _ OwnerReader = client.Reader(nil)
-
 // Mutator is the /mutate handler: it decides governed workloads on CREATE
 // and patches in the directives of the tenant's scheduler.
 type Mutator struct {
-	Reviewer *Reviewer
-	// Owners reads pods' owners to recognise pods of admitted gangs; nil
-	// decides every pod on its own.
-	Owners OwnerReader
-	// OwnerTimeout bounds one owner read; DefaultOwnerTimeout when zero.
-	OwnerTimeout time.Duration
+	// Reviewer decides; its Owners reader recognises pods of admitted
+	// gangs.
+	Reviewer *review.Service
 	// ExemptNamespaces are admitted untouched (Mandate's own).
 	ExemptNamespaces []string
 	// Decisions writes a decision log line per decision; nil writes none.
@@ -83,7 +58,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if done {
 		return observe(webhookMutate, req, start, resp)
 	}
-	if d, ok, err := gangDirectives(ctx, m.Owners, ownerTimeout(m.OwnerTimeout), obj); err != nil {
+	if d, ok, err := m.Reviewer.GangDirectives(ctx, obj); err != nil {
 		log.Error(err, "unable to read the pod's owner")
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
@@ -92,21 +67,21 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		log.V(1).Info("pod of an admitted gang", "allowed", resp.Allowed)
 		return observe(webhookMutate, req, start, resp)
 	}
-	review, err := m.Reviewer.Review(ctx, obj, requestOf(req))
+	result, err := m.Reviewer.Review(ctx, obj, requestOf(req))
 	if err != nil {
-		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, review, err, reviewError(ctx, err))
+		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, err, reviewError(ctx, err))
 	}
-	d := review.Decision
+	d := result.Decision
 	log.V(1).Info("decided", "decisionID", d.ID, "allowed", d.Allowed, "revision", d.Revision)
 	if !d.Allowed {
-		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, review, nil, denied(d))
+		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, nil, denied(d))
 	}
-	resp = admission.Patched("", review.Patch...)
+	resp = admission.Patched("", result.Patch...)
 	// Warn-stage violations are among the warnings; dryrun-stage ones are
 	// only recorded, in the audit annotations.
 	resp.Warnings = d.Warnings
 	resp.AuditAnnotations = auditAnnotations(d)
-	return decided(ctx, m.Decisions, webhookMutate, req, obj, start, review, nil, resp)
+	return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, nil, resp)
 }
 
 // auditAnnotations are what the API server's audit event of a decided
@@ -124,20 +99,12 @@ func auditAnnotations(d evaluator.Decision) map[string]string {
 	return a
 }
 
-// ownerTimeout is d, or DefaultOwnerTimeout when d is not set.
-func ownerTimeout(d time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return DefaultOwnerTimeout
-}
-
 // admit does what both workload handlers do first: only CREATEs of
 // governed kinds outside exempt namespaces are decided. It returns the
 // decoded object, or the response when there is nothing to decide.
 func admit(req admission.Request, exempt []string) (*unstructured.Unstructured, admission.Response, bool) {
 	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
-	if !slices.Contains(governedKinds, gvk) {
+	if _, governed := workload.Lookup(gvk); !governed {
 		return nil, admission.Allowed("not governed"), true
 	}
 	if req.Operation != admissionv1.Create {
@@ -183,57 +150,14 @@ func requestOf(req admission.Request) evaluator.Request {
 	}
 }
 
-// gangDirectives returns the directives recorded on the controlling owner
-// of a pod when that owner is a governed gang kind that was admitted. ok is
-// false for anything else: not a pod, no such owner, an owner without
-// directives, or an owner that is gone or was replaced (UID mismatch).
-func gangDirectives(ctx context.Context, owners OwnerReader, timeout time.Duration, obj *unstructured.Unstructured) (evaluator.Directives, bool, error) {
-	if owners == nil || obj.GroupVersionKind() != podGVK {
-		return evaluator.Directives{}, false, nil
-	}
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || !workload.IsGangOwner(ref) {
-		return evaluator.Directives{}, false, nil
-	}
-	owner := &unstructured.Unstructured{}
-	owner.SetAPIVersion(ref.APIVersion)
-	owner.SetKind(ref.Kind)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := owners.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
-		if apierrors.IsNotFound(err) {
-			return evaluator.Directives{}, false, nil
-		}
-		return evaluator.Directives{}, false, fmt.Errorf("unable to read owner %s %s/%s: %w", ref.Kind, obj.GetNamespace(), ref.Name, err)
-	}
-	if ref.UID != "" && owner.GetUID() != ref.UID {
-		return evaluator.Directives{}, false, nil
-	}
-	raw, ok := owner.GetAnnotations()[scheduler.AnnotationDirectives]
-	if !ok {
-		return evaluator.Directives{}, false, nil
-	}
-	var d evaluator.Directives
-	if err := json.Unmarshal([]byte(raw), &d); err != nil {
-		return evaluator.Directives{}, false, fmt.Errorf("owner %s %s/%s carries unreadable %s: %w",
-			ref.Kind, obj.GetNamespace(), ref.Name, scheduler.AnnotationDirectives, err)
-	}
-	return d, true, nil
-}
-
 // applyGang admits a pod of an admitted gang with the directives its owner
 // was admitted with: never re-decided, so never counted twice nor denied
 // on its own.
 func applyGang(obj *unstructured.Unstructured, d evaluator.Directives) admission.Response {
-	w, err := workload.Normalize(obj)
-	if err != nil {
+	patch, err := review.RenderGang(obj, d)
+	if errors.Is(err, workload.ErrInvalid) || errors.Is(err, workload.ErrUnsupportedKind) {
 		return inputError(err)
 	}
-	mutated, err := scheduler.Render(obj, w, d)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("the owner's directives: %w", err))
-	}
-	patch, err := scheduler.Patch(obj, mutated)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}

@@ -21,9 +21,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/fixtures"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/test/reviewtest"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // llmFinetune needs 64 GPUs in one leaf block; the only one has a busy
@@ -73,7 +74,7 @@ func nestedString(t *testing.T, obj *unstructured.Unstructured, fields ...string
 }
 
 func TestMutatorDenies(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice", "platform-devs")
 
@@ -93,7 +94,7 @@ func TestMutatorDenies(t *testing.T) {
 }
 
 func TestMutatorPatches(t *testing.T) {
-	r, rec := newTestReviewer(t)
+	r, rec := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob", "vision-devs")
 
@@ -109,11 +110,11 @@ func TestMutatorPatches(t *testing.T) {
 	assert.NotEmpty(t, resp.AuditAnnotations[AuditDecisionID])
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
 	// The evaluator saw the request's essentials.
-	assert.Equal(t, evaluator.Request{Operation: "CREATE", User: "bob", Groups: []string{"vision-devs"}}, rec.last.Request)
+	assert.Equal(t, evaluator.Request{Operation: "CREATE", User: "bob", Groups: []string{"vision-devs"}}, rec.Last().Request)
 }
 
 func TestMutatorWarns(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	req := admissionRequest(t, admissionv1.Create, llmFinetune, "", "carol")
 	obj, err := decodeObject(req.Object.Raw, req.Namespace)
@@ -131,7 +132,7 @@ func TestMutatorWarns(t *testing.T) {
 }
 
 func TestMutatorDryRun(t *testing.T) {
-	r, rec := newTestReviewer(t)
+	r, rec := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	req := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "bob")
 	req.DryRun = ptr.To(true)
@@ -140,7 +141,7 @@ func TestMutatorDryRun(t *testing.T) {
 
 	require.True(t, resp.Allowed)
 	assert.NotEmpty(t, resp.Patches, "a dry run is answered exactly like the real create")
-	assert.True(t, rec.last.Request.DryRun)
+	assert.True(t, rec.Last().Request.DryRun)
 }
 
 // fakeOwners serves owners from a map, or fails with err.
@@ -174,7 +175,7 @@ func admittedOwner(t *testing.T, m *Mutator) *unstructured.Unstructured {
 }
 
 func TestMutatorGangPod(t *testing.T) {
-	r, rec := newTestReviewer(t)
+	r, rec := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	job := admittedOwner(t, m)
 	var d evaluator.Directives
@@ -200,13 +201,14 @@ func TestMutatorGangPod(t *testing.T) {
 			owners: &fakeOwners{err: errors.New("connection refused")}, wantCode: http.StatusInternalServerError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &Mutator{Reviewer: r, Owners: tc.owners}
-			before := rec.calls.Load()
+			r.Owners = tc.owners
+			m := &Mutator{Reviewer: r}
+			before := rec.Calls()
 			req := admissionRequest(t, admissionv1.Create, sweepPod, "", "system:serviceaccount:kube-system:job-controller")
 
 			resp := m.Handle(context.Background(), req)
 
-			assert.Equal(t, tc.wantDecided, rec.calls.Load() > before, "decided again")
+			assert.Equal(t, tc.wantDecided, rec.Calls() > before, "decided again")
 			if tc.wantCode != 0 {
 				require.False(t, resp.Allowed)
 				assert.Equal(t, tc.wantCode, resp.Result.Code)
@@ -225,7 +227,7 @@ func TestMutatorGangPod(t *testing.T) {
 }
 
 func TestMutatorInputErrors(t *testing.T) {
-	r, rec := newTestReviewer(t)
+	r, rec := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	for _, tc := range []struct {
 		name        string
@@ -251,7 +253,7 @@ func TestMutatorInputErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice")
 			tc.edit(&req)
-			before := rec.calls.Load()
+			before := rec.Calls()
 
 			resp := m.Handle(context.Background(), req)
 
@@ -259,7 +261,7 @@ func TestMutatorInputErrors(t *testing.T) {
 			require.NotNil(t, resp.Result)
 			if !tc.wantAllowed {
 				assert.Equal(t, tc.wantCode, resp.Result.Code)
-				assert.Equal(t, before, rec.calls.Load(), "bad input is never decided")
+				assert.Equal(t, before, rec.Calls(), "bad input is never decided")
 			}
 			assert.Contains(t, resp.Result.Message, tc.wantMessage)
 		})
@@ -267,15 +269,15 @@ func TestMutatorInputErrors(t *testing.T) {
 }
 
 func TestMutatorExemptNamespace(t *testing.T) {
-	r, rec := newTestReviewer(t)
+	r, rec := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r, ExemptNamespaces: []string{"platform"}}
 	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice"))
 	assert.True(t, resp.Allowed)
-	assert.Zero(t, rec.calls.Load())
+	assert.Zero(t, rec.Calls())
 }
 
 func TestValidatorWorkloads(t *testing.T) {
-	r, rec := newTestReviewer(t)
+	r, rec := reviewtest.Service(t)
 	v := &Validator{Reviewer: r}
 	marked, err := yaml.YAMLToJSON([]byte(fixtures.PlatformTooBig))
 	require.NoError(t, err)
@@ -296,10 +298,10 @@ func TestValidatorWorkloads(t *testing.T) {
 		{name: "marked by the mutating webhook: admitted", obj: string(markedYAML), wantAllowed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := rec.calls.Load()
+			before := rec.Calls()
 			resp := v.Handle(context.Background(), admissionRequest(t, admissionv1.Create, tc.obj, "", "alice"))
 			assert.Equal(t, tc.wantAllowed, resp.Allowed, "result: %+v", resp.Result)
-			assert.Equal(t, tc.wantDecided, rec.calls.Load() > before)
+			assert.Equal(t, tc.wantDecided, rec.Calls() > before)
 			if !tc.wantAllowed {
 				assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
 				assert.Contains(t, resp.Result.Message, "ceiling")
@@ -309,7 +311,7 @@ func TestValidatorWorkloads(t *testing.T) {
 }
 
 func TestValidatorNamespaces(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	v := &Validator{Reviewer: r, Tenancy: &Tenancy{}}
 	ns := func(labels string) string {
 		return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n  labels: {" + labels + "}\n"

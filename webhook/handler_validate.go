@@ -10,18 +10,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 )
 
 // Validator is the /validate handler. It guards namespaces' tenant label
 // (see Tenancy) and, as a backstop, decides governed workloads the
 // mutating webhook did not mark (it did not run, or was skipped).
 type Validator struct {
-	Reviewer *Reviewer
-	// Owners reads pods' owners, as for Mutator; nil decides every pod.
-	Owners       OwnerReader
-	OwnerTimeout time.Duration
-	Tenancy      *Tenancy
+	// Reviewer decides, as for Mutator.
+	Reviewer *review.Service
+	Tenancy  *Tenancy
 	// ExemptNamespaces are admitted untouched (Mandate's own).
 	ExemptNamespaces []string
 	// Decisions writes a decision log line per decision; nil writes none.
@@ -45,27 +44,27 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if done {
 		return observe(webhookValidate, req, start, resp)
 	}
-	if _, marked := obj.GetAnnotations()[scheduler.AnnotationDirectives]; marked {
+	if _, marked, _ := scheduler.RecordedDirectives(obj.GetAnnotations()); marked {
 		return observe(webhookValidate, req, start, admission.Allowed("admitted by the mutating webhook"))
 	}
-	if _, ok, err := gangDirectives(ctx, v.Owners, ownerTimeout(v.OwnerTimeout), obj); err != nil {
+	if _, ok, err := v.Reviewer.GangDirectives(ctx, obj); err != nil {
 		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		return observe(webhookValidate, req, start, admission.Allowed("pod of an admitted gang"))
 	}
-	review, err := v.Reviewer.Review(ctx, obj, requestOf(req))
+	result, err := v.Reviewer.Review(ctx, obj, requestOf(req))
 	if err != nil {
-		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, review, err, reviewError(ctx, err))
+		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, err, reviewError(ctx, err))
 	}
-	d := review.Decision
+	d := result.Decision
 	ctrl.LoggerFrom(ctx).Info("decided unmarked workload", "kind", req.Kind.Kind, "namespace", req.Namespace,
 		"name", req.Name, "decisionID", d.ID, "allowed", d.Allowed)
 	if !d.Allowed {
-		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, review, nil, denied(d))
+		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, denied(d))
 	}
 	resp = admission.Allowed("")
 	resp.Warnings = append(d.Warnings[:len(d.Warnings):len(d.Warnings)],
 		"admitted without Mandate's scheduling directives: the mutating webhook did not run")
 	resp.AuditAnnotations = auditAnnotations(d)
-	return decided(ctx, v.Decisions, webhookValidate, req, obj, start, review, nil, resp)
+	return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, resp)
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Label values, precomputed so the request path does not build strings.
@@ -60,14 +62,10 @@ var (
 		Name: "mandate_evaluation_errors_total",
 		Help: "Decisions that failed, by reason: timeout (the evaluation deadline passed), no_policy (no revision active yet), error (anything else).",
 	}, []string{"reason"})
-	cacheSyncedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "mandate_cache_synced",
-		Help: "1 once the informers feeding the cluster state (Nodes, Pods, Namespaces) have synced, else 0.",
-	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(admissions, admissionDuration, decisions, violationsTotal, evaluationErrors, cacheSyncedGauge)
+	metrics.Registry.MustRegister(admissions, admissionDuration, decisions, violationsTotal, evaluationErrors)
 	// Known label values start at 0, so rate() sees the first event.
 	for _, w := range []string{webhookMutate, webhookValidate} {
 		for _, r := range []string{resultAllowed, resultDenied, resultError} {
@@ -144,7 +142,7 @@ func errorReason(err error) string {
 		return ""
 	case errors.Is(err, evaluator.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return reasonTimeout
-	case errors.Is(err, ErrNoPolicy):
+	case errors.Is(err, review.ErrNoPolicy):
 		return reasonNoPolicy
 	}
 	return reasonError
@@ -164,19 +162,13 @@ func operationLabel(op admissionv1.Operation) string {
 	return labelOther
 }
 
-// kindLabel names the governed kinds (and namespaces) without their group,
-// Volcano's Job as VolcanoJob; anything else is "other".
+// kindLabel names a governed kind by its registered label, namespaces as
+// "Namespace"; anything else is "other".
 func kindLabel(k metav1.GroupVersionKind) string {
-	switch {
-	case k.Group == "" && k.Kind == "Pod":
-		return "Pod"
-	case k.Group == "batch" && k.Kind == "Job":
-		return "Job"
-	case k.Group == workload.PyTorchJobGVK.Group && k.Kind == workload.PyTorchJobGVK.Kind:
-		return "PyTorchJob"
-	case k.Group == workload.VolcanoJobGVK.Group && k.Kind == workload.VolcanoJobGVK.Kind:
-		return "VolcanoJob"
-	case k.Group == "" && k.Kind == "Namespace":
+	if kind, ok := workload.LookupGroupKind(schema.GroupKind{Group: k.Group, Kind: k.Kind}); ok {
+		return kind.Label
+	}
+	if k.Group == "" && k.Kind == "Namespace" {
 		return "Namespace"
 	}
 	return labelOther

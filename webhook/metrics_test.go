@@ -21,15 +21,10 @@ import (
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/reviewtest"
 )
-
-// failingDecider fails every decision with err.
-type failingDecider struct{ err error }
-
-func (f failingDecider) Decide(context.Context, evaluator.Input) (evaluator.Decision, error) {
-	return evaluator.Decision{}, f.err
-}
 
 func histogramCount(t *testing.T, labels ...string) uint64 {
 	t.Helper()
@@ -56,7 +51,7 @@ func decisionLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 // pod of an admitted gang is timed and counted as an allowed admission but
 // is no decision.
 func TestDecisionMetricsAndLog(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	var buf bytes.Buffer
 	dl, err := decisionlog.New(slog.NewJSONHandler(&buf, nil), decisionlog.DefaultOptions())
 	require.NoError(t, err)
@@ -99,7 +94,7 @@ func TestDecisionMetricsAndLog(t *testing.T) {
 	// A pod of the now admitted Job: timed, counted allowed, not a decision.
 	job := applyPatch(t, allowReq, allow)
 	job.SetUID("7c1d3e4f-0000-4000-8000-00000000000a")
-	m.Owners = &fakeOwners{objs: map[string]*unstructured.Unstructured{"Job/vision/vit-sweep": job}}
+	r.Owners = &fakeOwners{objs: map[string]*unstructured.Unstructured{"Job/vision/vit-sweep": job}}
 	decided := testutil.ToFloat64(decisions.WithLabelValues(webhookMutate, resultAllowed))
 	require.True(t, m.Handle(ctx, admissionRequest(t, admissionv1.Create, sweepPod, "", "job-controller")).Allowed)
 	assert.Equal(t, podAllowed+1, histogramCount(t, webhookMutate, "CREATE", "Pod", resultAllowed))
@@ -110,21 +105,21 @@ func TestDecisionMetricsAndLog(t *testing.T) {
 // TestEvaluationErrorReasons: a failed decision is counted as an error
 // decision, by reason, and still written to the decision log.
 func TestEvaluationErrorReasons(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	for _, tc := range []struct {
 		err        error
 		wantReason string
 	}{
 		{fmt.Errorf("%w (500ms, revision %q)", evaluator.ErrTimeout, "r1"), reasonTimeout},
 		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), reasonTimeout},
-		{ErrNoPolicy, reasonNoPolicy},
+		{review.ErrNoPolicy, reasonNoPolicy},
 		{fmt.Errorf("policy revision %q failed: boom", "r1"), reasonError},
 	} {
 		t.Run(tc.wantReason+" "+tc.err.Error(), func(t *testing.T) {
 			var buf bytes.Buffer
 			dl, err := decisionlog.New(slog.NewJSONHandler(&buf, nil), decisionlog.Options{Enabled: true, SampleRate: 0})
 			require.NoError(t, err)
-			v := &Validator{Reviewer: &Reviewer{Decider: failingDecider{tc.err}, State: r.State}, Decisions: dl}
+			v := &Validator{Reviewer: &review.Service{Decider: reviewtest.FailingDecider{Err: tc.err}, State: r.State}, Decisions: dl}
 			before := testutil.ToFloat64(evaluationErrors.WithLabelValues(tc.wantReason))
 			errorsBefore := testutil.ToFloat64(decisions.WithLabelValues(webhookValidate, resultError))
 
@@ -156,7 +151,7 @@ func TestLabelsAreBounded(t *testing.T) {
 // API server's second /mutate call in one request) is a decision of its
 // own, marked as a reinvocation.
 func TestReinvocationIsMarked(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	var buf bytes.Buffer
 	dl, err := decisionlog.New(slog.NewJSONHandler(&buf, nil), decisionlog.DefaultOptions())
 	require.NoError(t, err)
@@ -180,12 +175,12 @@ func TestReinvocationIsMarked(t *testing.T) {
 func BenchmarkRecordDecision(b *testing.B) {
 	req := admissionRequest(b, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job"}}
-	review := Review{Decision: evaluator.Decision{Allowed: true, Warned: []evaluator.Violation{
+	result := review.Result{Decision: evaluator.Decision{Allowed: true, Warned: []evaluator.Violation{
 		{Code: "TOPOLOGY_WAITS", Dimension: evaluator.DimensionTopology, Enforcement: evaluator.EnforceWarn}}}}
 	resp := admission.Allowed("")
 	start := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		decided(context.Background(), nil, webhookMutate, req, obj, start, review, nil, resp)
+		decided(context.Background(), nil, webhookMutate, req, obj, start, result, nil, resp)
 	}
 }

@@ -1,15 +1,20 @@
 package webhook
 
 import (
+	"fmt"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // ConfigurationName names both webhook configurations.
-const ConfigurationName = "mandate"
+const ConfigurationName = config.WebhookConfigurationName
 
 // Names of the webhooks inside the configurations.
 const (
@@ -23,9 +28,6 @@ const (
 // worst case well under the API server's 30s request timeout, while a
 // decision takes about 1ms at p99.
 const DefaultTimeoutSeconds int32 = 3
-
-// SystemNamespaces are never governed: the control plane's own.
-var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
 // RegistrationOptions say how the API server reaches Mandate.
 type RegistrationOptions struct {
@@ -66,9 +68,9 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 	// The PodGroup is created by a controller, not by admission, so a
 	// dry-run request has no side effects.
 	sideEffects := ptr.To(admissionregistrationv1.SideEffectClassNone)
-	excluded := append(append([]string{}, SystemNamespaces...), o.Namespace)
+	excluded := append(append([]string{}, review.SystemNamespaces...), o.Namespace)
 	if o.Namespace == "" {
-		excluded = excluded[:len(SystemNamespaces)]
+		excluded = excluded[:len(review.SystemNamespaces)]
 	}
 	workloadRules := workloadRules()
 	workloadSelector := namespaceNotIn(excluded)
@@ -126,28 +128,26 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 				// Only a namespace that has, or had, a tenant label can
 				// change it.
 				Name: "tenant-label-involved",
-				Expression: `(has(object.metadata.labels) && 'mandate.dev/tenant' in object.metadata.labels) || ` +
-					`(oldObject != null && has(oldObject.metadata.labels) && 'mandate.dev/tenant' in oldObject.metadata.labels)`,
+				Expression: fmt.Sprintf(`(has(object.metadata.labels) && '%[1]s' in object.metadata.labels) || `+
+					`(oldObject != null && has(oldObject.metadata.labels) && '%[1]s' in oldObject.metadata.labels)`, workload.LabelTenant),
 			}},
 		}},
 	}
 	return mutating, validating
 }
 
+// workloadRules route the creates of every registered workload kind.
 func workloadRules() []admissionregistrationv1.RuleWithOperations {
-	rule := func(group, version, resource string) admissionregistrationv1.RuleWithOperations {
-		return admissionregistrationv1.RuleWithOperations{
+	kinds := workload.Kinds()
+	rules := make([]admissionregistrationv1.RuleWithOperations, len(kinds))
+	for i, k := range kinds {
+		rules[i] = admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version},
-				Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{k.GVK.Group}, APIVersions: []string{k.GVK.Version},
+				Resources: []string{k.Resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 		}
 	}
-	return []admissionregistrationv1.RuleWithOperations{
-		rule("", "v1", "pods"),
-		rule("batch", "v1", "jobs"),
-		rule("kubeflow.org", "v1", "pytorchjobs"),
-		rule("batch.volcano.sh", "v1alpha1", "jobs"),
-	}
+	return rules
 }
 
 // workloadConditions skip what Mandate does not govern before the API
@@ -187,4 +187,12 @@ func (o RegistrationOptions) clientConfig(path string) admissionregistrationv1.W
 	}
 	cc.URL = ptr.To(strings.TrimSuffix(o.URL, "/") + path)
 	return cc
+}
+
+// exempt lists Mandate's own namespace, never governed; none when unset.
+func exempt(namespace string) []string {
+	if namespace == "" {
+		return nil
+	}
+	return []string{namespace}
 }

@@ -2,34 +2,26 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
-	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/reviewtest"
 )
 
 func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	r2 := fixtures.Evaluator(t, "r2", nil)
 	var active atomic.Pointer[evaluator.Evaluator]
 	var asked atomic.Int32
 	r.Decider = nil
-	r.Source = func() Decider {
+	r.Source = func() review.Decider {
 		asked.Add(1)
 		if ev := active.Load(); ev != nil {
 			return ev
@@ -41,148 +33,27 @@ func TestReviewerSourceDecidesWithOneRevision(t *testing.T) {
 
 	resp := m.Handle(context.Background(), req)
 	require.False(t, resp.Allowed, "nothing active yet")
-	assert.Contains(t, resp.Result.Message, ErrNoPolicy.Error())
+	assert.Contains(t, resp.Result.Message, review.ErrNoPolicy.Error())
 
-	active.Store(testEvaluator(t))
+	active.Store(reviewtest.DefaultEvaluator(t))
 	resp = m.Handle(context.Background(), req)
 	require.True(t, resp.Allowed, "result: %+v", resp.Result)
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
-	assert.Equal(t, "embedded", applyPatch(t, req, resp).GetAnnotations()[AnnotationPolicyRevision])
+	assert.Equal(t, "embedded", applyPatch(t, req, resp).GetAnnotations()[review.AnnotationPolicyRevision])
 
 	active.Store(r2)
 	resp = m.Handle(context.Background(), req)
 	require.True(t, resp.Allowed, "result: %+v", resp.Result)
 	assert.Equal(t, "r2", resp.AuditAnnotations[AuditPolicyRevision])
-	assert.Equal(t, "r2", applyPatch(t, req, resp).GetAnnotations()[AnnotationPolicyRevision])
+	assert.Equal(t, "r2", applyPatch(t, req, resp).GetAnnotations()[review.AnnotationPolicyRevision])
 	assert.EqualValues(t, 3, asked.Load(), "the source is asked once per review")
 }
 
 func TestDeniedObjectsCarryNoRevisionAnnotation(t *testing.T) {
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice", "platform-devs"))
 	require.False(t, resp.Allowed)
 	assert.Empty(t, resp.Patches)
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
-}
-
-func TestServerPolicyFromBundle(t *testing.T) {
-	ctx := context.Background()
-	b, err := bundles.Build(ctx, "../policies", bundles.BuildOptions{Revision: "b1"})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "bundle.tar.gz")
-	require.NoError(t, bundles.WriteFile(path, b))
-	o := Options{RestConfig: &rest.Config{}, Bundle: &bundles.SourceOptions{File: path}}
-	require.NoError(t, o.defaults())
-
-	s := &Server{}
-	r, src, err := s.policy(ctx, o)
-	require.NoError(t, err)
-	require.NotNil(t, src)
-	require.NotNil(t, s.Activator)
-	assert.Equal(t, "b1", s.Activator.Current().Revision())
-	assert.Equal(t, "b1", r.Source().(*evaluator.Evaluator).Revision())
-	s.cacheSynced.Store(true)
-	assert.NoError(t, s.ready(nil))
-
-	// A missing bundle and nothing persisted: serve cannot start.
-	missing := filepath.Join(t.TempDir(), "missing.tar.gz")
-	o.Bundle = &bundles.SourceOptions{File: missing}
-	_, _, err = (&Server{}).policy(ctx, o)
-	var serr *SourceError
-	require.ErrorAs(t, err, &serr)
-	assert.False(t, serr.Shadow)
-	assert.ErrorContains(t, err, missing)
-
-	// With a persisted last good bundle it starts from it.
-	persist := t.TempDir()
-	o.Bundle = &bundles.SourceOptions{File: path, Activator: bundles.ActivatorOptions{PersistDir: persist}}
-	_, _, err = (&Server{}).policy(ctx, o)
-	require.NoError(t, err)
-	o.Bundle = &bundles.SourceOptions{File: missing, Activator: bundles.ActivatorOptions{PersistDir: persist}}
-	s = &Server{}
-	r, _, err = s.policy(ctx, o)
-	require.NoError(t, err)
-	assert.Equal(t, "b1", r.Source().(*evaluator.Evaluator).Revision())
-	st := s.Activator.Status()
-	assert.Equal(t, bundles.StepRead, st.LastStep, "the source's failure stays in the status")
-	assert.Contains(t, st.LastError, missing)
-
-	// StatusPath serves it.
-	rec := httptest.NewRecorder()
-	s.serveStatus(rec, httptest.NewRequest(http.MethodGet, StatusPath, nil))
-	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	var served BundleStatus
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &served))
-	assert.Equal(t, "b1", served.Active.Revision)
-	assert.Equal(t, bundles.StepRead, served.Active.LastStep)
-	assert.Contains(t, served.Active.LastError, missing)
-	assert.Nil(t, served.Shadow)
-}
-
-// TestBundleActivationReshapesState: a later revision with other topology
-// levels and another tenant tree reshapes the cluster state before it
-// decides; one whose levels the state refuses is rejected.
-func TestBundleActivationReshapesState(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "bundle.tar.gz")
-	write := func(revision string, edit func(model map[string]any)) {
-		b, err := bundles.Build(ctx, "../policies", bundles.BuildOptions{Revision: revision})
-		require.NoError(t, err)
-		if edit != nil {
-			edit(b.Data["mandate"].(map[string]any)["model"].(map[string]any))
-		}
-		require.NoError(t, bundles.WriteFile(path, b))
-		later := time.Now().Add(time.Duration(len(revision)) * time.Minute)
-		require.NoError(t, os.Chtimes(path, later, later))
-	}
-	write("r1", nil)
-	o := Options{RestConfig: &rest.Config{}, Bundle: &bundles.SourceOptions{File: path}}
-	require.NoError(t, o.defaults())
-	s := &Server{}
-	_, src, err := s.policy(ctx, o)
-	require.NoError(t, err)
-	for i := range 8 {
-		s.State.UpsertNode(fixtures.GPUNode(i))
-	}
-	s.State.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vision", Labels: map[string]string{"mandate.dev/tenant": "research-vision"}}})
-	assert.Contains(t, s.State.Usage("research-vision"), "research")
-
-	write("r2-reshaped", func(model map[string]any) {
-		model["topology"].(map[string]any)["levels"] = []any{
-			map[string]any{"name": "zone", "nodeLabel": "topology.kubernetes.io/zone"},
-			map[string]any{"name": "block", "nodeLabel": "mandate.dev/leaf-block"},
-			map[string]any{"name": "node", "nodeLabel": "kubernetes.io/hostname"},
-		}
-		model["topology"].(map[string]any)["rules"] = []any{
-			map[string]any{"maxGPUs": 8, "required": "node"},
-			map[string]any{"required": "zone", "preferred": "block"},
-		}
-		model["tenants"].(map[string]any)["research-vision"].(map[string]any)["parent"] = "product"
-	})
-	require.NoError(t, src.Poll(ctx))
-	require.Equal(t, "r2-reshaped", s.Activator.Current().Revision())
-	var levels []string
-	for _, l := range s.State.Snapshot().Levels() {
-		levels = append(levels, l.Name)
-	}
-	assert.Equal(t, []string{"zone", "block", "node"}, levels)
-	assert.Equal(t, 8, s.State.Snapshot().NodeCount())
-	usage := s.State.Usage("research-vision")
-	assert.Contains(t, usage, "product")
-	assert.NotContains(t, usage, "research")
-
-	write("r3-duplicate-levels", func(model map[string]any) {
-		model["topology"].(map[string]any)["levels"] = []any{
-			map[string]any{"name": "zone", "nodeLabel": "topology.kubernetes.io/zone"},
-			map[string]any{"name": "node", "nodeLabel": "topology.kubernetes.io/zone"},
-		}
-		model["topology"].(map[string]any)["rules"] = []any{map[string]any{"required": "zone"}}
-	})
-	err = src.Poll(ctx)
-	var aerr *bundles.ActivationError
-	require.ErrorAs(t, err, &aerr, "%v", err)
-	t.Logf("rejected: %v", err)
-	assert.Equal(t, "r2-reshaped", s.Activator.Current().Revision(), "the previous revision keeps serving")
-	assert.Len(t, s.State.Snapshot().Levels(), 3, "and the state keeps its shape")
 }

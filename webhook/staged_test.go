@@ -12,17 +12,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/reviewtest"
 )
 
 // stagedReviewer decides with the default authority model whose quota
 // rules are staged at action.
-func stagedReviewer(t *testing.T, action string) *Reviewer {
+func stagedReviewer(t *testing.T, action string) *review.Service {
 	t.Helper()
 	ev := fixtures.Evaluator(t, "staged-"+action, func(model map[string]any) {
 		model["enforcement"] = map[string]any{"quota": action}
 	})
-	r, _ := newTestReviewer(t)
+	r, _ := reviewtest.Service(t)
 	r.Decider = ev
 	return r
 }

@@ -12,17 +12,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/workload"
 )
-
-// DefaultAdminGroups may set, change and remove a namespace's tenant.
-var DefaultAdminGroups = []string{"system:masters", "mandate-admins"}
 
 // Tenancy guards the mandate.dev/tenant label of namespaces: the tenant a
 // namespace belongs to decides whose quota its workloads spend, so only
 // admins may set, change or remove it.
 type Tenancy struct {
-	// AdminGroups may change the label; DefaultAdminGroups when empty.
+	// AdminGroups may change the label; config.DefaultAdminGroups when empty.
 	AdminGroups []string
 }
 
@@ -61,14 +59,14 @@ func (t *Tenancy) Handle(ctx context.Context, req admission.Request) admission.R
 		what = "change"
 	}
 	return admission.Denied(fmt.Sprintf("user %q may not %s the %s label of namespace %q: only members of %s may set, change or remove it",
-		req.UserInfo.Username, what, ledger.LabelTenant, req.Name, strings.Join(admins, " or ")))
+		req.UserInfo.Username, what, workload.LabelTenant, req.Name, strings.Join(admins, " or ")))
 }
 
 func (t *Tenancy) adminGroups() []string {
 	if len(t.AdminGroups) > 0 {
 		return t.AdminGroups
 	}
-	return DefaultAdminGroups
+	return config.DefaultAdminGroups
 }
 
 // tenantOf reads the tenant label of a raw namespace.
@@ -84,6 +82,6 @@ func tenantOf(raw []byte) (string, bool, error) {
 	if err := json.Unmarshal(raw, &ns); err != nil {
 		return "", false, fmt.Errorf("unable to read the namespace: %w", err)
 	}
-	v, ok := ns.Metadata.Labels[ledger.LabelTenant]
+	v, ok := ns.Metadata.Labels[workload.LabelTenant]
 	return v, ok, nil
 }

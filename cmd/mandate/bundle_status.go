@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mandate-dev/mandate/bundles"
-	"github.com/mandate-dev/mandate/webhook"
 )
 
 // defaultStatusAddr is where `mandate bundle status` asks by default: the
@@ -67,13 +66,13 @@ cannot be asked.`,
 }
 
 // fetchStatus GETs the bundle status from a mandate serve.
-func fetchStatus(addr string, timeout time.Duration) (webhook.BundleStatus, []byte, error) {
+func fetchStatus(addr string, timeout time.Duration) (bundles.ServingStatus, []byte, error) {
 	url := addr
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		url = "http://" + addr
 	}
-	url = strings.TrimSuffix(url, "/") + webhook.StatusPath
-	var st webhook.BundleStatus
+	url = strings.TrimSuffix(url, "/") + bundles.StatusPath
+	var st bundles.ServingStatus
 	resp, err := (&http.Client{Timeout: timeout}).Get(url)
 	if err != nil {
 		return st, nil, fmt.Errorf("unable to ask mandate serve for its bundle status: %w", err)
@@ -93,7 +92,7 @@ func fetchStatus(addr string, timeout time.Duration) (webhook.BundleStatus, []by
 }
 
 // statusProblems says what is wrong: nothing active, or a failed attempt.
-func statusProblems(st webhook.BundleStatus) []string {
+func statusProblems(st bundles.ServingStatus) []string {
 	var problems []string
 	check := func(role string, s bundles.Status) {
 		if s.Revision == "" {
@@ -110,7 +109,7 @@ func statusProblems(st webhook.BundleStatus) []string {
 	return problems
 }
 
-func writeStatus(out io.Writer, st webhook.BundleStatus, now time.Time) error {
+func writeStatus(out io.Writer, st bundles.ServingStatus, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	writeOne(tw, "Active", st.Active, now)
 	if st.Shadow != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/bundles"
-	"github.com/mandate-dev/mandate/webhook"
 )
 
 func TestBundleStatusCommand(t *testing.T) {
@@ -23,26 +22,26 @@ func TestBundleStatusCommand(t *testing.T) {
 	rejected.LastError = "bundle https://b.example/mandate.tar.gz rejected at verify: bundle signature verification failed"
 	for _, tc := range []struct {
 		name     string
-		status   webhook.BundleStatus
+		status   bundles.ServingStatus
 		wantCode int
 		wantOut  []string
 		wantErr  string
 	}{
-		{name: "active", status: webhook.BundleStatus{Active: good},
+		{name: "active", status: bundles.ServingStatus{Active: good},
 			wantOut: []string{"Active revision:  r1", "Source:           https://b.example/mandate.tar.gz", "(1h0m0s ago): ok"}},
-		{name: "rejected", status: webhook.BundleStatus{Active: rejected}, wantCode: 1,
+		{name: "rejected", status: bundles.ServingStatus{Active: rejected}, wantCode: 1,
 			wantOut: []string{"Active revision:  r1", "FAILED at verify", "Error:            bundle https://b.example/mandate.tar.gz rejected at verify"},
 			wantErr: "the last active bundle attempt failed at verify"},
-		{name: "nothing active", status: webhook.BundleStatus{}, wantCode: 1, wantOut: []string{"Active revision:  (none)"},
+		{name: "nothing active", status: bundles.ServingStatus{}, wantCode: 1, wantOut: []string{"Active revision:  (none)"},
 			wantErr: "no active revision is active"},
-		{name: "shadow", status: webhook.BundleStatus{Active: good, Shadow: &bundles.Status{Revision: "c1", Source: "candidate/", ActivatedAt: activated}},
+		{name: "shadow", status: bundles.ServingStatus{Active: good, Shadow: &bundles.Status{Revision: "c1", Source: "candidate/", ActivatedAt: activated}},
 			wantOut: []string{"Active revision:  r1", "Shadow revision:  c1", "Source:           candidate/"}},
-		{name: "shadow rejected", status: webhook.BundleStatus{Active: good, Shadow: &rejected}, wantCode: 1,
+		{name: "shadow rejected", status: bundles.ServingStatus{Active: good, Shadow: &rejected}, wantCode: 1,
 			wantOut: []string{"Shadow revision:  r1", "FAILED at verify"}, wantErr: "the last shadow bundle attempt failed at verify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != webhook.StatusPath {
+				if r.URL.Path != bundles.StatusPath {
 					http.NotFound(w, r)
 					return
 				}
@@ -58,7 +57,7 @@ func TestBundleStatusCommand(t *testing.T) {
 
 			code, out, _ = run(t, "bundle", "status", "--addr", srv.URL, "-o", "json")
 			assert.Equal(t, tc.wantCode, code)
-			var got webhook.BundleStatus
+			var got bundles.ServingStatus
 			require.NoError(t, json.Unmarshal([]byte(out), &got))
 			assert.Equal(t, tc.status.Active.Revision, got.Active.Revision)
 		})

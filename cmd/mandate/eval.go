@@ -15,8 +15,8 @@ import (
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/report"
-	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Exit codes of `mandate eval`.
@@ -97,7 +97,7 @@ func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
 	if err := state.LoadFile(o.cluster); err != nil {
 		return 0, err
 	}
-	items, err := decideManifests(ctx, &webhook.Reviewer{Decider: ev, State: state, Explain: true}, o)
+	items, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Explain: true}, o)
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +119,7 @@ func loadPolicy(dir string) (*evaluator.Policy, error) {
 	return evaluator.LoadPaths([]string{dir}, "dev")
 }
 
-func decideManifests(ctx context.Context, r *webhook.Reviewer, o evalOptions) ([]report.Item, error) {
+func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]report.Item, error) {
 	files, err := manifestFiles(o.manifest)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -17,16 +16,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mandate-dev/mandate/bundles"
-	"github.com/mandate-dev/mandate/certs"
+	"github.com/mandate-dev/mandate/cmd/mandate/app"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
-	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/gang"
-	"github.com/mandate-dev/mandate/webhook"
 )
 
 // serveFlags maps each flag of `mandate serve` to its configuration key.
@@ -157,43 +151,7 @@ func runServe(ctx context.Context, c config.Serve) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	o := webhook.Options{
-		RestConfig:  rc,
-		CertDir:     c.Webhook.CertDir,
-		Host:        c.Webhook.Host,
-		Port:        c.Webhook.Port,
-		HealthAddr:  c.HealthAddr,
-		MetricsAddr: c.MetricsAddr,
-		AdminGroups: c.AdminGroups,
-		Namespace:   c.Namespace,
-		Setup:       []func(manager.Manager) error{gang.Setup},
-		Evaluation:  evaluator.Options{Timeout: c.Evaluation.Timeout},
-	}
-	o.DecisionLog = decisions
-	if c.Bundle.Source != "" {
-		src := bundleSource(c.Bundle.Source, c.Bundle)
-		src.Activator.PersistDir = c.Bundle.PersistDir
-		o.Bundle = &src
-	} else if o.Policy, err = loadPolicy(c.Policies); err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("policies: %w", err)}
-	}
-	if c.Bundle.Shadow.Source != "" {
-		// Never persisted: a restart without it serves no shadow rather
-		// than an old one.
-		shadow := bundleSource(c.Bundle.Shadow.Source, c.Bundle)
-		o.Shadow = &shadow
-	}
-	if c.Certs.Mode == config.CertsSelfSigned {
-		rot, err := selfSignedCerts(ctx, rc, c)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(rot) })
-	} else if c.Webhook.CertDir != "" {
-		reporter := &certs.ExpiryReporter{Dir: c.Webhook.CertDir}
-		o.Setup = append(o.Setup, func(m manager.Manager) error { return m.Add(reporter) })
-	}
-	srv, err := webhook.New(ctx, o)
+	srv, err := app.New(ctx, rc, c, decisions)
 	if err != nil {
 		return &exitError{code: 1, err: setupError(err)}
 	}
@@ -203,25 +161,10 @@ func runServe(ctx context.Context, c config.Serve) error {
 	return nil
 }
 
-// bundleSource is how a bundle source (the active one or the shadow) is
-// read and verified.
-func bundleSource(ref string, c config.Bundle) bundles.SourceOptions {
-	src := bundles.SourceFor(ref)
-	src.Interval = c.Interval
-	src.Activator.Require = c.RequireSignature
-	if c.VerificationKey != "" {
-		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey}
-	}
-	if src.URL != "" {
-		src.BearerTokenFile, src.CAFile = c.BearerTokenFile, c.CAFile
-	}
-	return src
-}
-
 // setupError names the configuration key of a bundle source that could
 // not be read at startup.
 func setupError(err error) error {
-	var serr *webhook.SourceError
+	var serr *bundles.StartupError
 	switch {
 	case errors.As(err, &serr) && serr.Shadow:
 		return fmt.Errorf("bundle.shadow.source: %w", serr.Err)
@@ -229,29 +172,6 @@ func setupError(err error) error {
 		return fmt.Errorf("bundle.source: %w", serr.Err)
 	}
 	return fmt.Errorf("unable to set up the webhook server: %w", err)
-}
-
-// selfSignedCerts sets up the certs.Rotator of certs.mode selfSigned and
-// writes the first serving certificate, before the webhook server reads it.
-func selfSignedCerts(ctx context.Context, rc *rest.Config, c config.Serve) (*certs.Rotator, error) {
-	cl, err := client.New(rc, client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("certs: unable to create a client: %w", err)
-	}
-	rot, err := certs.New(certs.Options{
-		Client: cl, Namespace: c.Namespace, SecretName: c.Certs.SecretName,
-		WebhookConfigurationName: c.Certs.WebhookConfiguration, Hosts: c.Certs.Hosts(c.Namespace),
-		CertDir: c.Webhook.CertDir, CADuration: c.Certs.CADuration, CARenewBefore: c.Certs.CARenewBefore,
-		ServingDuration: c.Certs.ServingDuration, ServingRenewBefore: c.Certs.ServingRenewBefore,
-		PropagationDelay: c.Certs.PropagationDelay,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := rot.Prime(ctx, time.Minute); err != nil {
-		return nil, fmt.Errorf("certs: %w", err)
-	}
-	return rot, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

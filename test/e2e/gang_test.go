@@ -9,10 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/gang"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
-	"github.com/mandate-dev/mandate/webhook/workload"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // TestVolcanoPodGroupThroughTheWebhook: a Job of a Volcano tenant created
@@ -20,7 +19,7 @@ import (
 // controller then makes its PodGroup (accepted by the upstream CRD schema),
 // owned by the Job and garbage-collected with it.
 func TestVolcanoPodGroupThroughTheWebhook(t *testing.T) {
-	s := start(t, gang.Setup)
+	s := start(t)
 	s.populate(t)
 	envtest.StartGarbageCollector(t, s.env)
 	ctx := context.Background()

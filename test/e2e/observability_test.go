@@ -23,7 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -41,11 +43,9 @@ func TestObservability(t *testing.T) {
 	require.NoError(t, err)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s := startWith(t, startOptions{
-		env: []envtest.Option{envtest.WithAuditLog()},
-		options: func(o *webhook.Options) {
-			o.MetricsAddr = metricsAddr
-			o.DecisionLog = decisions
-		},
+		env:       []envtest.Option{envtest.WithAuditLog()},
+		config:    func(c *config.Serve) { c.MetricsAddr = metricsAddr },
+		decisions: decisions,
 	})
 	s.populate(t)
 	ctx := context.Background()
@@ -79,7 +79,7 @@ func TestObservability(t *testing.T) {
 			opts = append(opts, client.DryRunAll)
 		}
 		require.NoError(t, c.Create(ctx, obj, opts...), "create %s %s", obj.GetKind(), obj.GetName())
-		stored[objectKey(obj.GetKind(), obj.GetNamespace(), obj.GetName())] = obj.GetAnnotations()[webhook.AnnotationPolicyRevision]
+		stored[objectKey(obj.GetKind(), obj.GetNamespace(), obj.GetName())] = obj.GetAnnotations()[review.AnnotationPolicyRevision]
 	}
 	for _, w := range denied {
 		err := c.Create(ctx, object(t, w.manifest))
@@ -152,7 +152,7 @@ spec:
 			}
 			assert.Equal(t, wantResult, l["result"], k)
 			if rev, ok := stored[k]; ok && rev != "" {
-				assert.Equal(t, rev, l["revision"], "%s: the stored object's %s", k, webhook.AnnotationPolicyRevision)
+				assert.Equal(t, rev, l["revision"], "%s: the stored object's %s", k, review.AnnotationPolicyRevision)
 			}
 		}
 		assert.Len(t, events, len(got), "every decision line has an audited request")

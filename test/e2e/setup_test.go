@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,11 +18,14 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/cmd/mandate/app"
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // mandateNamespace is Mandate's own namespace in the tests.
@@ -33,7 +34,7 @@ const mandateNamespace = "mandate-system"
 // suite is one API server with Mandate's webhooks registered and served.
 type suite struct {
 	env        *envtest.Env
-	srv        *webhook.Server
+	srv        *app.Server
 	healthAddr string
 }
 
@@ -52,23 +53,24 @@ func freePort(t *testing.T) int {
 // start runs the API server and mandate serve in-process, with the given
 // extra controllers (controller names are process-wide, so at most one test
 // per binary may add the gang controller).
-func start(t *testing.T, setup ...func(manager.Manager) error) *suite {
+func start(t *testing.T) *suite {
 	t.Helper()
-	return startWith(t, startOptions{setup: setup})
+	return startWith(t, startOptions{})
 }
 
 // startOptions adjust startWith: extra API server options (flags) and a
 // change to the webhook server's options (e.g. a bundle source).
 type startOptions struct {
-	setup   []func(manager.Manager) error
-	env     []envtest.Option
-	options func(*webhook.Options)
+	env []envtest.Option
+	// config changes serve's configuration (e.g. a bundle source).
+	config func(*config.Serve)
+	// decisions writes the decision log; nil writes none.
+	decisions *decisionlog.Logger
 }
 
 // startWith is start with startOptions.
 func startWith(t *testing.T, so startOptions) *suite {
 	t.Helper()
-	setup := so.setup
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctrl.SetLogger(log)
 
@@ -89,23 +91,16 @@ func startWith(t *testing.T, so startOptions) *suite {
 
 	s := &suite{env: env, healthAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
-	opts := webhook.Options{
-		RestConfig:  env.Config,
-		CertDir:     wio.LocalServingCertDir,
-		Host:        wio.LocalServingHost,
-		Port:        wio.LocalServingPort,
-		HealthAddr:  s.healthAddr,
-		MetricsAddr: "0",
-		Namespace:   mandateNamespace,
-		Setup:       setup,
+	c := config.Default()
+	c.Webhook = config.Webhook{CertDir: wio.LocalServingCertDir, Host: wio.LocalServingHost, Port: wio.LocalServingPort}
+	c.HealthAddr, c.MetricsAddr, c.Namespace = s.healthAddr, "0", mandateNamespace
+	if so.config != nil {
+		so.config(&c)
 	}
-	if so.options != nil {
-		so.options(&opts)
-	}
-	srv, err := webhook.New(ctx, opts)
+	srv, err := app.New(ctx, env.Config, c, so.decisions)
 	if err != nil {
 		cancel()
-		t.Fatalf("webhook.New: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	s.srv = srv
 	done := make(chan error, 1)
@@ -170,7 +165,7 @@ func (s *suite) populate(t *testing.T) {
 			return false
 		}
 		for ns, tenant := range tenants {
-			if s.srv.State.Namespace(ns).Labels[ledger.LabelTenant] != tenant {
+			if s.srv.State.Namespace(ns).Labels[workload.LabelTenant] != tenant {
 				return false
 			}
 		}

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/test/fixtures"
-	"github.com/mandate-dev/mandate/webhook"
 )
 
 // writeBundle builds the default policies as a bundle of the given
@@ -118,11 +118,9 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startWith(t, startOptions{options: func(o *webhook.Options) {
-		o.MetricsAddr = metricsAddr
-		o.Bundle = &bundles.SourceOptions{File: active, Interval: time.Hour}
-		o.Shadow = &bundles.SourceOptions{Dir: candidate, Interval: time.Hour}
-		o.DecisionLog = decisions
+	s := startWith(t, startOptions{decisions: decisions, config: func(c *config.Serve) {
+		c.MetricsAddr = metricsAddr
+		c.Bundle.Source, c.Bundle.Shadow.Source, c.Bundle.Interval = active, candidate, time.Hour
 	}})
 	s.populate(t)
 	metrics := "http://" + metricsAddr + "/metrics"
@@ -198,14 +196,14 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	}
 
 	// /bundle/status names both revisions and their sources.
-	resp, err := http.Get("http://" + metricsAddr + webhook.StatusPath)
+	resp, err := http.Get("http://" + metricsAddr + bundles.StatusPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st webhook.BundleStatus
+	var st bundles.ServingStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatalf("%s: %v", webhook.StatusPath, err)
+		t.Fatalf("%s: %v", bundles.StatusPath, err)
 	}
 	if st.Active.Revision != "active-r1" || st.Active.Source != active || st.Active.LastError != "" {
 		t.Errorf("status of the active bundle = %+v", st.Active)

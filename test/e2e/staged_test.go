@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -35,8 +37,8 @@ func TestStagedEnforcement(t *testing.T) {
 	publishStage(t, bundlePath, "dryrun")
 	s := startWith(t, startOptions{
 		env: []envtest.Option{envtest.WithAuditLog()},
-		options: func(o *webhook.Options) {
-			o.Bundle = &bundles.SourceOptions{File: bundlePath, Interval: 100 * time.Millisecond}
+		config: func(c *config.Serve) {
+			c.Bundle.Source, c.Bundle.Interval = bundlePath, 100*time.Millisecond
 		},
 	})
 	s.populate(t)
@@ -59,7 +61,7 @@ func TestStagedEnforcement(t *testing.T) {
 				return s.srv.Activator.Status().Revision == stageRevision(stage)
 			})
 			// What the active revision decides, as a dry run (nothing reserved).
-			r := webhook.Reviewer{Decider: s.srv.Activator.Current(), State: s.srv.State}
+			r := review.Service{Decider: s.srv.Activator.Current(), State: s.srv.State}
 			review, err := r.Review(ctx, object(t, visionUrgent), evaluator.Request{Operation: "CREATE", User: "admin", DryRun: true})
 			if err != nil {
 				t.Fatal(err)

@@ -18,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 func TestWebhooks(t *testing.T) {
@@ -148,7 +149,7 @@ spec:
 
 	t.Run("only admins change a namespace's tenant", func(t *testing.T) {
 		const ns = "team-x"
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{ledger.LabelTenant: "platform"}}}); err != nil {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{workload.LabelTenant: "platform"}}}); err != nil {
 			t.Fatal(err)
 		}
 		s.grantNamespaceEditing(t, "alice")
@@ -166,17 +167,17 @@ spec:
 			got.Labels = labels
 			return alice.Update(ctx, got)
 		}
-		err := relabel(nil, map[string]string{ledger.LabelTenant: "product"})
+		err := relabel(nil, map[string]string{workload.LabelTenant: "product"})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only members of system:masters or mandate-admins") {
 			t.Errorf("non-admin changes the tenant: error = %v, want Forbidden naming the admin groups", err)
 		}
 		if err := relabel(nil, map[string]string{}); !apierrors.IsForbidden(err) {
 			t.Errorf("non-admin removes the tenant: error = %v, want Forbidden", err)
 		}
-		if err := relabel(nil, map[string]string{ledger.LabelTenant: "platform", "team": "x"}); err != nil {
+		if err := relabel(nil, map[string]string{workload.LabelTenant: "platform", "team": "x"}); err != nil {
 			t.Errorf("non-admin edits another label: %v", err)
 		}
-		if err := relabel([]string{"mandate-admins"}, map[string]string{ledger.LabelTenant: "product"}); err != nil {
+		if err := relabel([]string{"mandate-admins"}, map[string]string{workload.LabelTenant: "product"}); err != nil {
 			t.Errorf("mandate admin changes the tenant: %v", err)
 		}
 	})
@@ -202,7 +203,7 @@ spec:
 // decide returns what Mandate decides in-process for a manifest now.
 func (s *suite) decide(t *testing.T, manifest string) evaluator.Decision {
 	t.Helper()
-	r := webhook.Reviewer{Decider: s.srv.Evaluator, State: s.srv.State}
+	r := review.Service{Decider: s.srv.Evaluator, State: s.srv.State}
 	review, err := r.Review(context.Background(), object(t, manifest), evaluator.Request{Operation: "CREATE", User: "admin"})
 	if err != nil {
 		t.Fatalf("Review: %v", err)

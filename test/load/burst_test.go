@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/scheduler"
 )
 
 const podsPerTenant = 100

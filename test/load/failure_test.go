@@ -24,9 +24,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
 
 // Failure behaviour: what the API server does when Mandate is down, slow,
@@ -44,7 +45,7 @@ func (h *harness) createPod(pod *corev1.Pod) (*corev1.Pod, error) {
 // decided says whether Mandate decided the stored pod.
 func decided(p *corev1.Pod) bool {
 	_, marked := p.Annotations[scheduler.AnnotationDirectives]
-	return marked && p.Annotations[webhook.AnnotationPolicyRevision] != ""
+	return marked && p.Annotations[review.AnnotationPolicyRevision] != ""
 }
 
 // ensureNamespace creates a namespace if it does not exist yet.
@@ -77,7 +78,7 @@ func TestFailurePolicyFail(t *testing.T) {
 	fmt.Printf("failure: Fail, serve down, namespace with a tenant label: %v\n", err)
 	require.NoError(t, h.ensureNamespace("fail-plain", nil), "a namespace without a tenant label is not sent to Mandate")
 
-	for _, ns := range append(append([]string{}, webhook.SystemNamespaces[:1]...), mandateNamespace) {
+	for _, ns := range append(append([]string{}, review.SystemNamespaces[:1]...), mandateNamespace) {
 		p, err := h.createPod(gpuPod(ns, "fail-down", "build"))
 		require.NoError(t, err, "Mandate never blocks %s", ns)
 		require.False(t, decided(p), "%s is not governed", ns)

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mandate-dev/mandate/certs"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
 )
 
 // TestSelfSignedServe runs `mandate serve --certs-mode selfSigned` as a

@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mandate-dev/mandate/webhook"
-	"github.com/mandate-dev/mandate/webhook/scheduler"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 )
 
 // created is one create of a steady load.
@@ -65,7 +65,7 @@ func (h *harness) steadyLoad(prefix, class string, rate float64, workers int, st
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.results = append(l.results, created{namespace: pod.Namespace, name: pod.Name, start: start, end: end, err: err,
-				revision: pod.Annotations[webhook.AnnotationPolicyRevision], queue: pod.Labels[scheduler.LabelKAIQueue]})
+				revision: pod.Annotations[review.AnnotationPolicyRevision], queue: pod.Labels[scheduler.LabelKAIQueue]})
 		})
 	}()
 	return l

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Node labels of the reference cluster. The spine and leaf block labels are
@@ -29,7 +30,6 @@ const (
 	LabelHostname   = "kubernetes.io/hostname"
 	LabelProduct    = "nvidia.com/gpu.product"
 	LabelGPUCount   = "nvidia.com/gpu.count"
-	LabelTenant     = "mandate.dev/tenant"
 )
 
 // Shape and products of the reference cluster.
@@ -102,7 +102,7 @@ func Reference(opts RefOptions) (nodes []corev1.Node, pods []corev1.Pod, namespa
 	namespaces = make([]corev1.Namespace, opts.Tenants)
 	for i := range namespaces {
 		name := tenantName(i)
-		namespaces[i] = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelTenant: name}}}
+		namespaces[i] = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{workload.LabelTenant: name}}}
 	}
 	leaves := (opts.NodeCount + NodesPerLeaf - 1) / NodesPerLeaf
 	spines := (leaves + LeavesPerSpine - 1) / LeavesPerSpine

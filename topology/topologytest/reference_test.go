@@ -7,13 +7,14 @@ import (
 
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/topology/topologytest"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 func TestReferenceDefaults(t *testing.T) {
 	nodes, pods, namespaces := topologytest.Reference(topologytest.RefOptions{})
 	require.Len(t, nodes, 12500)
 	require.Len(t, namespaces, 1000)
-	require.Equal(t, "tenant-0042", namespaces[42].Labels[topologytest.LabelTenant])
+	require.Equal(t, "tenant-0042", namespaces[42].Labels[workload.LabelTenant])
 
 	snap, err := topology.Build(topology.Config{Levels: topologytest.ReferenceLevels()}, nodes, pods)
 	require.NoError(t, err)

@@ -90,31 +90,6 @@ caBundle: {{ $.Values.tls.caBundle }}
 {{- toJson $ns }}
 {{- end }}
 
-{{/* The workload rules of webhook.Configurations (CREATE of governed kinds). */}}
-{{- define "mandate.workloadRules" -}}
-rules:
-  - operations: ["CREATE"]
-    apiGroups: [""]
-    apiVersions: ["v1"]
-    resources: ["pods"]
-    scope: Namespaced
-  - operations: ["CREATE"]
-    apiGroups: ["batch"]
-    apiVersions: ["v1"]
-    resources: ["jobs"]
-    scope: Namespaced
-  - operations: ["CREATE"]
-    apiGroups: ["kubeflow.org"]
-    apiVersions: ["v1"]
-    resources: ["pytorchjobs"]
-    scope: Namespaced
-  - operations: ["CREATE"]
-    apiGroups: ["batch.volcano.sh"]
-    apiVersions: ["v1alpha1"]
-    resources: ["jobs"]
-    scope: Namespaced
-{{- end }}
-
 {{/* Everything a workload webhook has besides its name and clientConfig. */}}
 {{- define "mandate.workloadWebhookCommon" -}}
 {{ include "mandate.workloadRules" . }}

@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/topology"
+)
+
+// View is what one decision reads of the state: the tenant's rolled-up
+// usage (nil without a tenant) and the topology snapshot.
+type View struct {
+	Usage   map[string]map[string]ledger.Usage
+	Cluster *topology.Snapshot
+}
+
+// Reservation is what an admitted decision holds until the informers see
+// its pods: GPUs per resource, and whether they are preemptible. The zero
+// Reservation holds nothing.
+type Reservation struct {
+	GPUs        map[string]int
+	Preemptible bool
+}
+
+// Decide is the quota transaction of one admission: for tenant's tree, it
+// releases the earlier reservation of key (the workload decided again must
+// not count against itself), reads the View, calls decide and records the
+// Reservation it returns under key, as one step that no concurrent
+// admission of the same tree interleaves with. An empty key (a dry run, an
+// object without a name yet) releases and reserves nothing. decide's error
+// is returned and nothing is reserved. Rendering and patching belong after
+// Decide returns, outside the transaction.
+func (s *State) Decide(tenant, key string, decide func(View) (Reservation, error)) error {
+	if tenant != "" {
+		defer s.ledger.LockTree(tenant)()
+	}
+	if key != "" {
+		s.ledger.Release(key)
+	}
+	r, err := decide(View{Usage: s.Usage(tenant), Cluster: s.Snapshot()})
+	if err != nil {
+		return err
+	}
+	if key != "" && tenant != "" && len(r.GPUs) > 0 {
+		s.ledger.Reserve(key, tenant, r.GPUs, r.Preemptible, ledger.DefaultReservationTTL)
+	}
+	return nil
+}

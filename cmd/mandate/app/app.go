@@ -1,0 +1,329 @@
+// Package app is the composition root of `mandate serve`: from the typed
+// configuration it builds the controller-runtime manager, the cluster
+// state its informers feed, the policy (embedded, a directory, or a bundle
+// source with an optional shadow), the decision service, the admission
+// webhooks, the gang controller and the serving certificates, and wires
+// health, readiness and the bundle status endpoint. It holds no logic of
+// its own; cmd/mandate parses flags into config.Serve and calls New, and
+// the end-to-end tests do the same in process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/certs"
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/decisionlog"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/gang"
+	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/webhook"
+)
+
+// Server is `mandate serve`, assembled: a manager whose cache feeds the
+// cluster state and whose webhook server decides through the service.
+type Server struct {
+	Manager manager.Manager
+	State   *cluster.State
+	Service *review.Service
+	// Handlers are the admission webhooks registered on the manager.
+	Handlers webhook.Handlers
+	// Evaluator decides without a bundle source; nil with one.
+	Evaluator *evaluator.Evaluator
+	// Activator holds the active bundle revision; nil without
+	// bundle.source.
+	Activator *bundles.Activator
+	// Shadow holds the shadow revision; nil without bundle.shadow.source.
+	Shadow *bundles.Activator
+
+	cacheSynced atomic.Bool
+}
+
+// New builds `mandate serve` from c against the API server of rc; Start
+// runs it. decisions writes the decision log (nil writes none). The first
+// bundle revision (and shadow) is activated before New returns; a source
+// that cannot be read, with nothing persisted, is a *bundles.StartupError.
+func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisionlog.Logger) (*Server, error) {
+	s := &Server{}
+	cluster.ReportSynced(false)
+	bundleSrc, err := s.policy(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	shadowSrc, err := s.shadow(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("unable to build the scheme: %w", err)
+	}
+	s.Manager, err = ctrl.NewManager(rc, manager.Options{
+		Scheme: scheme,
+		Logger: ctrl.LoggerFrom(ctx),
+		// Controller names are unique within this manager (one per
+		// kind); a process runs one manager, but tests start several.
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		HealthProbeBindAddress: c.HealthAddr,
+		Metrics: metricsserver.Options{BindAddress: c.MetricsAddr,
+			ExtraHandlers: map[string]http.Handler{bundles.StatusPath: bundles.StatusHandler(s.BundleStatus)}},
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to set up the manager: %w", err)
+	}
+	if err := s.State.Watch(ctx, s.Manager.GetCache()); err != nil {
+		return nil, err
+	}
+	s.Service.Namespaces = s.Manager.GetAPIReader()
+	s.Service.Owners = s.Manager.GetAPIReader()
+	s.Handlers = webhook.NewHandlers(webhook.HandlerOptions{
+		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
+	})
+	s.Handlers.Register(s.Manager.GetWebhookServer())
+	runnables := []manager.Runnable{manager.RunnableFunc(s.waitForSync)}
+	for _, src := range []bundles.Source{bundleSrc, shadowSrc} {
+		if src != nil {
+			runnables = append(runnables, manager.RunnableFunc(src.Run))
+		}
+	}
+	certRunnable, err := servingCerts(ctx, rc, c)
+	if err != nil {
+		return nil, err
+	}
+	if certRunnable != nil {
+		runnables = append(runnables, certRunnable)
+	}
+	for _, r := range runnables {
+		if err := s.Manager.Add(r); err != nil {
+			return nil, fmt.Errorf("unable to add a runnable to the manager: %w", err)
+		}
+	}
+	if err := s.checks(); err != nil {
+		return nil, err
+	}
+	if err := gang.Setup(s.Manager); err != nil {
+		return nil, fmt.Errorf("unable to set up the gang controller: %w", err)
+	}
+	return s, nil
+}
+
+// Start runs the manager until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Manager.Start(ctx); err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	return nil
+}
+
+// policy builds the evaluator (or, with a bundle source, the Activator
+// and a first activation), the cluster state for its authority model, and
+// the decision service deciding with it. It returns the bundle source to
+// poll, if any.
+func (s *Server) policy(ctx context.Context, c config.Serve) (bundles.Source, error) {
+	log := ctrl.LoggerFrom(ctx)
+	evalOpts := evaluator.Options{Timeout: c.Evaluation.Timeout}
+	if c.Bundle.Source == "" {
+		p, err := loadPolicy(c.Policies)
+		if err != nil {
+			return nil, fmt.Errorf("policies: %w", err)
+		}
+		ev, err := evaluator.New(ctx, p, evalOpts)
+		if err != nil {
+			return nil, err
+		}
+		if s.State, err = cluster.New(ev.Model()); err != nil {
+			return nil, err
+		}
+		s.Evaluator = ev
+		bundles.ReportActive(ev.Revision())
+		log.Info("policy loaded", "revision", ev.Revision())
+		s.Service = &review.Service{Decider: ev, State: s.State}
+		return nil, nil
+	}
+	opts := bundleSource(c.Bundle.Source, c.Bundle, evalOpts)
+	opts.Activator.PersistDir = c.Bundle.PersistDir
+	act, src, err := bundles.NewSource(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := bundles.FirstActivation(ctx, act, src, opts.Activator.PersistDir, false); err != nil {
+		return nil, err
+	}
+	s.Activator = act
+	// The cluster state is shaped by the authority model of the first
+	// revision; later revisions reshape it (topology levels, tenant tree)
+	// before they decide.
+	ev := act.Current()
+	log.Info("policy bundle activated", "revision", ev.Revision())
+	if s.State, err = cluster.New(ev.Model()); err != nil {
+		return nil, err
+	}
+	act.OnActivate(func(ev *evaluator.Evaluator) error { return s.State.SetModel(ev.Model()) })
+	s.Service = &review.Service{Source: current(act), State: s.State}
+	return src, nil
+}
+
+// shadow sets up the shadow bundle, if any: its Activator, activated
+// before the manager starts, and the Source polling it. It is never
+// persisted: a restart without it serves no shadow rather than an old one.
+func (s *Server) shadow(ctx context.Context, c config.Serve) (bundles.Source, error) {
+	if c.Bundle.Shadow.Source == "" {
+		return nil, nil
+	}
+	opts := bundleSource(c.Bundle.Shadow.Source, c.Bundle, evaluator.Options{Timeout: c.Evaluation.Timeout})
+	opts.Activator.Shadow = true
+	act, src, err := bundles.NewSource(opts)
+	if err != nil {
+		return nil, &bundles.StartupError{Shadow: true, Err: err}
+	}
+	if err := bundles.FirstActivation(ctx, act, src, "", true); err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("shadow bundle activated: decided beside the active revision, never enforced",
+		"shadowRevision", act.Current().Revision())
+	s.Shadow = act
+	s.Service.Shadow = current(act)
+	return src, nil
+}
+
+// bundleSource is how a bundle source (the active one or the shadow) is
+// read, verified and evaluated.
+func bundleSource(ref string, c config.Bundle, eval evaluator.Options) bundles.SourceOptions {
+	src := bundles.SourceFor(ref)
+	src.Interval = c.Interval
+	src.Activator.Require = c.RequireSignature
+	src.Activator.Evaluator = eval
+	if c.VerificationKey != "" {
+		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey}
+	}
+	if src.URL != "" {
+		src.BearerTokenFile, src.CAFile = c.BearerTokenFile, c.CAFile
+	}
+	return src
+}
+
+// loadPolicy is the policy directory dir, or the embedded default model.
+func loadPolicy(dir string) (*evaluator.Policy, error) {
+	if dir == "" {
+		return evaluator.LoadFS(policies.FS, "embedded")
+	}
+	return evaluator.LoadPaths([]string{dir}, "dev")
+}
+
+// current asks act, on every call, for the revision active now; nil (no
+// Decider) while none is.
+func current(act *bundles.Activator) func() review.Decider {
+	return func() review.Decider {
+		if ev := act.Current(); ev != nil {
+			return ev
+		}
+		return nil
+	}
+}
+
+// BundleStatus is what bundles.StatusPath serves; without a bundle
+// source, the policy loaded at startup.
+func (s *Server) BundleStatus() bundles.ServingStatus {
+	var st bundles.ServingStatus
+	switch {
+	case s.Activator != nil:
+		st.Active = s.Activator.Status()
+	case s.Evaluator != nil:
+		st.Active = bundles.Status{Revision: s.Evaluator.Revision(), Source: "policies"}
+	}
+	if s.Shadow != nil {
+		shadow := s.Shadow.Status()
+		st.Shadow = &shadow
+	}
+	return st
+}
+
+// servingCerts is the runnable that keeps the serving certificate: the
+// self-signed rotator (its first certificate written before the webhook
+// server reads it), or the expiry reporter of files from elsewhere.
+func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager.Runnable, error) {
+	if c.Certs.Mode != config.CertsSelfSigned {
+		if c.Webhook.CertDir == "" {
+			return nil, nil
+		}
+		return &certs.ExpiryReporter{Dir: c.Webhook.CertDir}, nil
+	}
+	cl, err := client.New(rc, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("certs: unable to create a client: %w", err)
+	}
+	rot, err := certs.New(certs.Options{
+		Client: cl, Namespace: c.Namespace, SecretName: c.Certs.SecretName,
+		WebhookConfigurationName: c.Certs.WebhookConfiguration, Hosts: c.Certs.Hosts(c.Namespace),
+		CertDir: c.Webhook.CertDir, CADuration: c.Certs.CADuration, CARenewBefore: c.Certs.CARenewBefore,
+		ServingDuration: c.Certs.ServingDuration, ServingRenewBefore: c.Certs.ServingRenewBefore,
+		PropagationDelay: c.Certs.PropagationDelay,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := rot.Prime(ctx, time.Minute); err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	return rot, nil
+}
+
+// waitForSync marks the state synced once the cache is.
+func (s *Server) waitForSync(ctx context.Context) error {
+	if s.Manager.GetCache().WaitForCacheSync(ctx) {
+		s.cacheSynced.Store(true)
+		cluster.ReportSynced(true)
+		ctrl.LoggerFrom(ctx).Info("cluster state synced")
+	}
+	return nil
+}
+
+// checks adds /healthz and /readyz.
+func (s *Server) checks() error {
+	if err := s.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("unable to add the health check: %w", err)
+	}
+	if err := s.Manager.AddReadyzCheck("policy-and-cache", s.ready); err != nil {
+		return fmt.Errorf("unable to add the readiness check: %w", err)
+	}
+	if err := s.Manager.AddReadyzCheck("webhook", s.Manager.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("unable to add the webhook readiness check: %w", err)
+	}
+	return nil
+}
+
+// ready is the readiness check: ready once a policy revision is active
+// and the cache (so the cluster state) has synced.
+func (s *Server) ready(*http.Request) error {
+	switch {
+	case s.Activator != nil && s.Activator.Current() == nil:
+		if msg := s.Activator.Status().LastError; msg != "" {
+			return fmt.Errorf("no policy bundle activated yet: %s", msg)
+		}
+		return errors.New("no policy bundle activated yet: waiting for the bundle source")
+	case !s.cacheSynced.Load():
+		return errors.New("cluster state not synced")
+	}
+	return nil
+}

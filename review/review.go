@@ -1,0 +1,246 @@
+// Package review is Mandate's decision service: the one place a workload is
+// decided, whoever asks. It normalises an object to a Workload, resolves the
+// tenant from the namespace, runs the quota transaction against the cluster
+// state (read usage, decide, reserve: cluster.State.Decide), renders the
+// decision's directives for the tenant's scheduler and computes the patch.
+// With a shadow revision it decides the same input again and reports the
+// differences. The admission webhooks (package webhook), `mandate eval`,
+// `mandate audit` and the demo are its callers; it knows nothing of
+// AdmissionReview.
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
+)
+
+// AnnotationPolicyRevision names, on every admitted object Mandate
+// mutates, the policy revision that admitted it.
+const AnnotationPolicyRevision = "mandate.dev/policy-revision"
+
+// DefaultReadTimeout bounds one uncached read of a namespace or a pod's
+// owner; it must stay well under the webhook's timeoutSeconds.
+const DefaultReadTimeout = time.Second
+
+// SystemNamespaces are never governed: the control plane's own.
+var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// ErrNoPolicy is returned while no policy revision is active (no bundle
+// has activated yet).
+var ErrNoPolicy = errors.New("no policy revision is active yet")
+
+// Decider is what the service needs of the evaluator.
+type Decider interface {
+	Decide(ctx context.Context, in evaluator.Input) (evaluator.Decision, error)
+}
+
+var _ Decider = (*evaluator.Evaluator)(nil)
+
+// Reader reads one object from the API server, uncached (it was created a
+// moment ago and a cache may not have seen it yet). The manager's API
+// reader satisfies it; tests fake it.
+type Reader interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+}
+
+var _ Reader = client.Reader(nil)
+
+// Service decides objects against the cluster state.
+type Service struct {
+	// Decider decides when Source is nil.
+	Decider Decider
+	// Source, when set, is asked once per Review for the Decider to use
+	// (the active bundle revision), so every decision is made by exactly
+	// one revision however often it is swapped; nil when none is active.
+	Source func() Decider
+	State  *cluster.State
+	// Namespaces, when set, reads a namespace the state has not seen yet
+	// (created a moment ago, or the informers are re-listing after the API
+	// server was away), so its pods are not taken for a tenant-less
+	// namespace's.
+	Namespaces Reader
+	// Owners, when set, reads pods' owners to recognise pods of admitted
+	// gangs (GangDirectives); nil decides every pod on its own.
+	Owners Reader
+	// ReadTimeout bounds one read of Namespaces or Owners;
+	// DefaultReadTimeout when zero.
+	ReadTimeout time.Duration
+	// Shadow, when set, is asked once per Review for a candidate
+	// revision's Decider (nil when none is active). It decides the same
+	// input as the active revision, after it and outside the quota
+	// transaction; its decision is only compared and reported
+	// (Result.Shadow, metrics), never enforced, and its errors never fail a
+	// review.
+	Shadow func() Decider
+	// Explain adds per-dimension explanations to every decision (for
+	// people, e.g. mandate eval); admissions leave it off.
+	Explain bool
+}
+
+// Result is the outcome for one object.
+type Result struct {
+	Workload workload.Workload
+	Decision evaluator.Decision
+	// Patch turns the submitted object into the mutated one; empty when
+	// denied or when nothing needs to change.
+	Patch []jsonpatch.JsonPatchOperation
+	// Mutated is the object as it would be stored; nil when denied.
+	Mutated *unstructured.Unstructured
+	// Shadow is what the shadow (candidate) revision decided about the
+	// same input, never enforced; nil without a shadow revision.
+	Shadow *Shadow
+}
+
+// Review normalises, decides and, when admitted, mutates a copy of obj. A
+// namespace-less object is taken to be in "default". With a shadow
+// revision active, Result.Shadow says what it would have decided.
+func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, error) {
+	out, in, err := s.review(ctx, obj, req)
+	if s.Shadow == nil || err != nil {
+		return out, err
+	}
+	if shadow := s.Shadow(); shadow != nil {
+		out.Shadow = decideShadow(ctx, shadow, in, out.Decision)
+	}
+	return out, nil
+}
+
+// review decides with the active revision and returns the input it
+// decided, so that a shadow revision sees exactly the same.
+func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, evaluator.Input, error) {
+	w, err := s.normalize(obj)
+	if err != nil {
+		return Result{}, evaluator.Input{}, err
+	}
+	ns, err := s.namespace(ctx, w.Namespace)
+	if err != nil {
+		return Result{}, evaluator.Input{}, err
+	}
+	w.Tenant = ns.Labels[workload.LabelTenant]
+	decider := s.Decider
+	if s.Source != nil {
+		decider = s.Source()
+	}
+	if decider == nil {
+		return Result{}, evaluator.Input{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
+	}
+	in := evaluator.Input{Request: req, Namespace: ns, Workload: w, Object: obj.Object, Explain: s.Explain}
+	var d evaluator.Decision
+	// The quota transaction: reading usage, deciding and reserving happen
+	// as one, so concurrent admissions never both spend the same quota.
+	// Rendering and patching come after it.
+	err = s.State.Decide(w.Tenant, reservationKey(w, req.DryRun), func(v cluster.View) (cluster.Reservation, error) {
+		in.Usage, in.Cluster = v.Usage, v.Cluster
+		var err error
+		if d, err = decider.Decide(ctx, in); err != nil {
+			return cluster.Reservation{}, err
+		}
+		return reservation(w, d, req.DryRun), nil
+	})
+	if err != nil {
+		return Result{}, in, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	out := Result{Workload: w, Decision: d}
+	if !d.Allowed {
+		return out, in, nil
+	}
+	mutated, err := scheduler.Render(obj, w, d.Directives)
+	if err != nil {
+		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	if d.Revision != "" {
+		// After the adapter, so its output (and golden files) stay as they are.
+		annotations := mutated.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationPolicyRevision] = d.Revision
+		mutated.SetAnnotations(annotations)
+	}
+	if out.Patch, err = scheduler.Patch(obj, mutated); err != nil {
+		return Result{}, in, err
+	}
+	out.Mutated = mutated
+	return out, in, nil
+}
+
+// normalize is the workload as submitted. A preemptibility key that only
+// repeats what Mandate recorded when it admitted the object (the API
+// server reinvoking /mutate after an in-tree plugin changed the object,
+// or an audit of stored objects) is Mandate's own mark, not the tenant
+// asking: it is not read as a request.
+func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, error) {
+	w, err := workload.Normalize(obj)
+	if err != nil {
+		return w, err
+	}
+	if w.Namespace == "" {
+		w.Namespace = "default"
+	}
+	if w.RequestedPreemptible != nil {
+		if recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations()); err == nil && ok &&
+			recorded.Preemptible == *w.RequestedPreemptible {
+			w.RequestedPreemptible, w.RequestedPreemptibleBy = nil, ""
+		}
+	}
+	return w, nil
+}
+
+// reservation is what an admitted workload's GPUs hold until the informers
+// see its pods. Dry runs reserve nothing; nor do objects still without a
+// name (generateName), which the informers count once they exist.
+func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
+	if !d.Allowed || dryRun || w.Name == "" || w.TotalGPUs == 0 || w.GPUResource == "" {
+		return cluster.Reservation{}
+	}
+	return cluster.Reservation{GPUs: map[string]int{w.GPUResource: w.TotalGPUs}, Preemptible: d.Directives.Preemptible}
+}
+
+// reservationKey is the ledger key of w's reservation; "" for dry runs and
+// objects without a name yet, which hold none.
+func reservationKey(w workload.Workload, dryRun bool) string {
+	if w.Name == "" || dryRun {
+		return ""
+	}
+	return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
+}
+
+// namespace is the state's view of a namespace or, when the state has not
+// seen it and Namespaces is set, the API server's.
+func (s *Service) namespace(ctx context.Context, name string) (evaluator.Namespace, error) {
+	ns, known := s.State.LookupNamespace(name)
+	if known || s.Namespaces == nil {
+		return ns, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
+	defer cancel()
+	obj := &corev1.Namespace{}
+	if err := s.Namespaces.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ns, nil
+		}
+		return ns, fmt.Errorf("unable to read namespace %s, not yet in the cluster state: %w", name, err)
+	}
+	return evaluator.Namespace{Name: name, Labels: obj.Labels}, nil
+}
+
+func (s *Service) readTimeout() time.Duration {
+	if s.ReadTimeout > 0 {
+		return s.ReadTimeout
+	}
+	return DefaultReadTimeout
+}

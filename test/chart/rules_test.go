@@ -1,0 +1,28 @@
+package chart
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestChartRulesAreGenerated: the chart's webhook and RBAC rules for the
+// governed kinds are what `make chart-rules` writes from the kind
+// registry, so registering a kind without regenerating fails here.
+func TestChartRulesAreGenerated(t *testing.T) {
+	root := repoRoot(t)
+	generated := filepath.Join(t.TempDir(), "_rules.tpl")
+	cmd := exec.Command("go", "run", "./hack/chart-rules", generated)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	want, err := os.ReadFile(generated)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(root, chartDir, "templates", "_rules.tpl"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got), "run `make chart-rules` after registering a kind")
+}

@@ -1,0 +1,56 @@
+package webhook
+
+import (
+	"net/http"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/mandate-dev/mandate/decisionlog"
+	"github.com/mandate-dev/mandate/review"
+)
+
+// The paths the webhook server serves.
+const (
+	MutatePath   = "/mutate"
+	ValidatePath = "/validate"
+)
+
+// HandlerOptions configure NewHandlers.
+type HandlerOptions struct {
+	// Reviewer decides.
+	Reviewer *review.Service
+	// AdminGroups may change namespaces' tenant.
+	AdminGroups []string
+	// Namespace is Mandate's own, never governed.
+	Namespace string
+	// DecisionLog writes a decision log line per decision; nil writes none.
+	DecisionLog *decisionlog.Logger
+}
+
+// Handlers are the admission webhooks, ready to register on a webhook
+// server or to serve over plain HTTP in tests. controller-runtime's
+// admission.Webhook limits the body size, checks the content type and
+// recovers panics.
+type Handlers struct {
+	Mutator   *Mutator
+	Validator *Validator
+	Mutate    *admission.Webhook
+	Validate  *admission.Webhook
+}
+
+// NewHandlers builds the /mutate and /validate webhooks.
+func NewHandlers(o HandlerOptions) Handlers {
+	m := &Mutator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog}
+	v := &Validator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog,
+		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}}
+	return Handlers{Mutator: m, Validator: v, Mutate: &admission.Webhook{Handler: m}, Validate: &admission.Webhook{Handler: v}}
+}
+
+// Register adds the handlers to a webhook server at MutatePath and
+// ValidatePath.
+func (h Handlers) Register(srv interface {
+	Register(path string, hook http.Handler)
+}) {
+	srv.Register(MutatePath, h.Mutate)
+	srv.Register(ValidatePath, h.Validate)
+}

@@ -1,0 +1,142 @@
+// Package workload normalises the objects Mandate governs (Pod, batch/v1 Job,
+// Kubeflow PyTorchJob, Volcano Job, …) into one Workload: the shape the
+// authority model reasons about, whatever the kind. Adding a kind means adding
+// a Normaliser here; the policies never change.
+package workload
+
+// Class is what a workload is for; the authority model maps classes to default
+// priority classes.
+type Class string
+
+// The workload classes the default authority model knows.
+const (
+	ClassTraining    Class = "training"
+	ClassInference   Class = "inference"
+	ClassInteractive Class = "interactive"
+	ClassBatch       Class = "batch"
+)
+
+// Keys a workload may carry to ask for something; the authority model decides
+// whether it gets it.
+const (
+	// LabelClass overrides the class inferred from the kind.
+	LabelClass = "mandate.dev/class"
+	// AnnotationTopologyRequired asks for all pods within one domain of a level.
+	AnnotationTopologyRequired = "mandate.dev/topology-required"
+	// AnnotationTopologyPreferred asks for a tighter level when it fits.
+	AnnotationTopologyPreferred = "mandate.dev/topology-preferred"
+	// AnnotationMinAvailable declares an elastic gang's minimum pod count.
+	AnnotationMinAvailable = "mandate.dev/min-available"
+	// LabelTenant on a Namespace names the tenant that owns it.
+	LabelTenant = "mandate.dev/tenant"
+	// LabelProduct is the node label (and node selector) naming the GPU model.
+	LabelProduct = "nvidia.com/gpu.product"
+)
+
+// KAI GPU-sharing annotations on a pod (template) that ask for part of a
+// device instead of an extended resource.
+const (
+	// AnnotationGPUFraction asks for a fraction of one device, 0 < f < 1.
+	AnnotationGPUFraction = "gpu-fraction"
+	// AnnotationGPUMemory asks for a slice of one device by memory (MiB).
+	AnnotationGPUMemory = "gpu-memory"
+	// AnnotationGPUFractionDevices multiplies a fraction or memory request
+	// over several devices.
+	AnnotationGPUFractionDevices = "gpu-fraction-num-devices"
+)
+
+// Bounds beyond which a request is treated as a mistake rather than a
+// workload (ErrInvalid).
+const (
+	// MaxPods is the largest gang (sum of all replicas) Mandate accepts.
+	MaxPods = 100000
+	// MaxGPUsPerPod is the largest GPU request of a single pod.
+	MaxGPUsPerPod = 1024
+)
+
+// Workload is the normalised view of one gang workload: what input.workload
+// holds in Rego. A bare pod is a gang of one.
+type Workload struct {
+	// Kind and APIVersion of the object as submitted.
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	// Name is metadata.name; empty when the object only has a generateName
+	// (the API server names it after admission).
+	Name         string `json:"name"`
+	GenerateName string `json:"generateName,omitempty"`
+	Namespace    string `json:"namespace"`
+	// Tenant is filled from the namespace's mandate.dev/tenant label by the
+	// caller, never from the workload itself; empty when the namespace has none.
+	Tenant string `json:"tenant"`
+	Class  Class  `json:"class"`
+	// Pods is the gang size: all pods that must run together.
+	Pods int `json:"pods"`
+	// MinPods is the elastic minimum when the workload declares one, else 0.
+	MinPods int `json:"minPods"`
+	// GPUsPerPod is the largest GPU request of any pod in the gang (whole
+	// devices or MIG slices of GPUResource); 0 for CPU-only workloads.
+	GPUsPerPod int `json:"gpusPerPod"`
+	// TotalGPUs is the exact sum over all pods (roles may differ).
+	TotalGPUs int `json:"totalGPUs"`
+	// GPUResource is the extended resource name, e.g. nvidia.com/gpu or
+	// nvidia.com/mig-1g.10gb; empty for CPU-only workloads.
+	GPUResource string `json:"gpuResource"`
+	// GPUFraction is set when a pod asks for a fraction of a GPU (e.g. KAI's
+	// gpu-fraction annotation); 0 otherwise.
+	GPUFraction float64 `json:"gpuFraction,omitempty"`
+	// GPUMemoryMiB is set when a pod asks for a slice of a GPU by memory
+	// (KAI's gpu-memory annotation); 0 otherwise. Such a pod, like a
+	// fractional one, counts as occupying one device per GPUsPerPod.
+	GPUMemoryMiB int64 `json:"gpuMemoryMiB,omitempty"`
+	// GPUProduct is the wanted GPU model from a node selector or required
+	// node affinity on nvidia.com/gpu.product; empty when any will do.
+	GPUProduct string `json:"gpuProduct"`
+	// PriorityClass as requested by the pod template; empty when unset.
+	PriorityClass string `json:"priorityClass"`
+	// Topology the workload asks for (level names of the authority model).
+	Topology TopologyRequest `json:"topology"`
+	// RequestedPreemptible is set when the object's own labels or
+	// annotations ask for a preemptibility through a scheduler's native
+	// key (PreemptibilityKeys): false asks to be non-preemptible, which
+	// only the authority model may grant. RequestedPreemptibleBy names the
+	// key=value that asks.
+	RequestedPreemptible   *bool  `json:"requestedPreemptible,omitempty"`
+	RequestedPreemptibleBy string `json:"requestedPreemptibleBy,omitempty"`
+	// Scheduler is spec.schedulerName of the pod template, empty when unset.
+	Scheduler string `json:"scheduler"`
+	// Roles lists the pod groups of multi-role kinds (PyTorchJob Master and
+	// Worker, Volcano tasks); a single role for Pods and Jobs.
+	Roles []Role `json:"roles"`
+	// Owner is the controlling owner of a Pod (kind/name), empty otherwise;
+	// it lets the webhook recognise pods of an already admitted gang.
+	Owner *Owner `json:"owner,omitempty"`
+	// Templates are JSON pointers to the pod templates inside the object
+	// ("/spec/template", "/spec/tasks/0/template"), one per role in the
+	// order of Roles; "" means the object is itself a Pod. Scheduler
+	// adapters patch these.
+	Templates []string `json:"-"`
+	// Labels and Annotations of the object itself (not of its pod template).
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// TopologyRequest is the topology a workload asks for.
+type TopologyRequest struct {
+	Required  string `json:"required"`
+	Preferred string `json:"preferred"`
+}
+
+// Role is one homogeneous set of pods in a workload.
+type Role struct {
+	Name       string `json:"name"`
+	Replicas   int    `json:"replicas"`
+	GPUsPerPod int    `json:"gpusPerPod"`
+}
+
+// Owner names the controller of a pod.
+type Owner struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+}
