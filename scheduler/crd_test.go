@@ -17,7 +17,8 @@ import (
 )
 
 // The upstream CRDs in testdata/crds are copies of
-// ../shared/upstream/crds/volcano-v1.15.1 (the versions DESIGN.md verified).
+// Volcano v1.15.1's own CRDs (the version whose keys docs/architecture.md
+// lists under "Scheduler contracts").
 
 // crdSchema returns the openAPIV3Schema of one version of a CRD file.
 func crdSchema(t *testing.T, file, version string) *spec.Schema {

@@ -11,7 +11,8 @@ import (
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// KAI Scheduler v0.17 keys (see DESIGN.md, "Scheduler contracts"). Its
+// KAI Scheduler v0.17 keys (see docs/architecture.md, "Scheduler
+// contracts"). Its
 // podgrouper builds the PodGroup from the top owner's labels and annotations.
 const (
 	// KAISchedulerName is the pods' spec.schedulerName.

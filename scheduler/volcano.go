@@ -12,7 +12,9 @@ import (
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// Volcano v1.15 keys (see DESIGN.md, "Scheduler contracts").
+// Volcano v1.15 keys, checked against the real vc-scheduler and against
+// Volcano's CRDs in testdata/crds (see docs/architecture.md, "Scheduler
+// contracts").
 const (
 	// VolcanoSchedulerName is the pods' spec.schedulerName.
 	VolcanoSchedulerName = "volcano"

@@ -1,6 +1,9 @@
-// Package webhook is the door every workload passes: it normalises an
-// object to a Workload, asks the evaluator for a Decision against the
-// current cluster state, and renders the Decision's directives for the
-// tenant's scheduler as a JSON patch. The same Review serves the admission
-// handlers and the offline `mandate eval`.
+// Package webhook is Mandate's admission transport, and only that: it
+// turns an AdmissionReview into a call of the decision service (package
+// review) and the outcome into an AdmissionResponse (a JSON patch, a
+// denial naming every violation, warnings, audit annotations), records
+// admission metrics and decision log lines, guards namespaces' tenant
+// label, and builds the webhook configurations that register it with the
+// API server. Nothing below it imports it: `mandate eval`, `mandate audit`
+// and the demo call package review directly.
 package webhook

@@ -1,7 +1,11 @@
-// Package workload normalises the objects Mandate governs (Pod, batch/v1 Job,
+// Package workload owns the governed kinds and their scheduler-neutral view.
+// One registry (Kind, Register) declares each kind once: its GVK, API
+// resource, metric label, whether its pods form a gang decided with it, and
+// its Normaliser, which turns an object of the kind (Pod, batch/v1 Job,
 // Kubeflow PyTorchJob, Volcano Job, …) into one Workload: the shape the
-// authority model reasons about, whatever the kind. Adding a kind means adding
-// a Normaliser here; the policies never change.
+// authority model reasons about, whatever the kind. Adding a kind is one
+// Register call beside its Normaliser (see docs/architecture.md); the
+// policies never change.
 package workload
 
 // Class is what a workload is for; the authority model maps classes to default

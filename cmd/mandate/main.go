@@ -1,7 +1,8 @@
-// Command mandate is Mandate's one binary: offline decisions (eval), OPA's
-// CLI with Mandate's builtins (opa), and, in later subcommands, the webhook
-// server. It only wires configuration, logging and subcommands; the logic
-// lives in the top-level packages.
+// Command mandate is Mandate's one binary: the admission webhook server
+// (serve, assembled by package app), offline decisions (eval), audits of
+// existing workloads (audit), policy bundles (bundle) and OPA's CLI with
+// Mandate's builtins (opa). It only wires configuration, logging and
+// subcommands; the logic lives in the top-level packages.
 package main
 
 import (
