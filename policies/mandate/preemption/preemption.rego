@@ -24,18 +24,15 @@ preemptible_flag if {
 # The tiers this workload's tier may preempt.
 may_preempt := object.get(model.preemption.mayPreempt, lib.effective_class, [])
 
-# Scheduler keys by which a workload could claim to be non-preemptible, set
-# in the object's own labels and annotations.
+# A workload that asks, through a scheduler's own key, not to be preempted
+# (the normaliser reports it as requestedPreemptible: false and names the
+# key=value in requestedPreemptibleBy) while the model makes it preemptible.
 deny contains v if {
 	preemptible_flag
-	some key, set_itself in {
-		"kai.scheduler/preemptibility=non-preemptible": object.get(input.workload, ["labels", "kai.scheduler/preemptibility"], null) == "non-preemptible",
-		"volcano.sh/preemptable=false": object.get(input.workload, ["annotations", "volcano.sh/preemptable"], null) == "false",
-	}
-	set_itself
+	input.workload.requestedPreemptible == false
 	v := lib.violation("PREEMPTION_SELF_EXEMPT", "preemption", sprintf(
 		"the workload sets %s itself, but the authority model makes %s work of tenant %s preemptible; remove the key (only the model grants exemptions)",
-		[key, lib.effective_class, lib.tenant],
+		[input.workload.requestedPreemptibleBy, lib.effective_class, lib.tenant],
 	))
 }
 

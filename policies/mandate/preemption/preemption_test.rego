@@ -18,17 +18,25 @@ test_work_beyond_guarantee_is_preemptible if {
 }
 
 test_tenant_cannot_exempt_itself if {
-	inp := testing.input_for("research", {"labels": {"kai.scheduler/preemptibility": "non-preemptible"}})
+	inp := testing.input_for("research", _asks_non_preemptible("kai.scheduler/preemptibility=non-preemptible"))
 	some v in preemption.deny with input as inp
 	v.code == "PREEMPTION_SELF_EXEMPT"
 	contains(v.message, "kai.scheduler/preemptibility=non-preemptible")
-	inp2 := testing.input_for("research", {"annotations": {"volcano.sh/preemptable": "false"}})
+	inp2 := testing.input_for("research", _asks_non_preemptible("volcano.sh/preemptable=false"))
 	some v2 in preemption.deny with input as inp2
 	v2.code == "PREEMPTION_SELF_EXEMPT"
+	contains(v2.message, "volcano.sh/preemptable=false")
 }
 
+test_asking_to_be_preemptible_is_no_exemption if {
+	inp := testing.input_for("research", {"requestedPreemptible": true, "requestedPreemptibleBy": "volcano.sh/preemptable=true"})
+	count(preemption.deny) == 0 with input as inp
+}
+
+_asks_non_preemptible(by) := {"requestedPreemptible": false, "requestedPreemptibleBy": by}
+
 test_non_preemptible_work_may_say_so if {
-	inp := testing.input_for("research", {"priorityClass": "build", "labels": {"kai.scheduler/preemptibility": "non-preemptible"}})
+	inp := testing.input_for("research", object.union({"priorityClass": "build"}, _asks_non_preemptible("kai.scheduler/preemptibility=non-preemptible")))
 	count(preemption.deny) == 0 with input as inp
 }
 
