@@ -28,6 +28,7 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
@@ -42,7 +43,7 @@ type Options struct {
 	Decider review.Decider
 	// Model is the candidate's authority model: its topology levels and
 	// tenant hierarchy shape the cluster state.
-	Model evaluator.Model
+	Model model.Model
 	// Revision names the candidate in the report.
 	Revision string
 	// Namespace limits the audit to one namespace ("" audits all); usage

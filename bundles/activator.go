@@ -92,7 +92,7 @@ type ActivatorOptions struct {
 func SmokeInput() evaluator.Input {
 	return evaluator.Input{
 		Request:   evaluator.Request{Operation: "CREATE", User: "system:mandate:smoke", DryRun: true},
-		Namespace: evaluator.Namespace{Name: "mandate-smoke", Labels: map[string]string{}},
+		Namespace: workload.Namespace{Name: "mandate-smoke", Labels: map[string]string{}},
 		Workload:  workload.Workload{Kind: "Pod", APIVersion: "v1", Name: "smoke", Namespace: "mandate-smoke", Pods: 1},
 	}
 }

@@ -13,9 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // State is safe for concurrent use: informer events write, admissions read.
@@ -40,7 +41,7 @@ type State struct {
 
 // New returns an empty State for an authority model: its topology levels
 // shape the cluster model, its tenants and tiers the ledger.
-func New(m evaluator.Model) (*State, error) {
+func New(m model.Model) (*State, error) {
 	topo, err := topology.NewModel(topology.Config{Levels: m.Topology.Levels})
 	if err != nil {
 		return nil, fmt.Errorf("unable to build the cluster model: %w", err)
@@ -61,7 +62,7 @@ func New(m evaluator.Model) (*State, error) {
 // pods known, and the ledger recounts every pod and reservation under its
 // tenant tree and tiers. Events wait meanwhile; nothing is lost. On an
 // error (levels the topology model refuses) the state is left as it was.
-func (s *State) SetModel(m evaluator.Model) error {
+func (s *State) SetModel(m model.Model) error {
 	s.shape.Lock()
 	defer s.shape.Unlock()
 	if !slices.Equal(s.levels, m.Topology.Levels) {
@@ -145,18 +146,18 @@ func (s *State) DeleteNamespace(name string) {
 
 // Namespace returns what the policy sees of a namespace; an unknown one has
 // no labels (and so no tenant).
-func (s *State) Namespace(name string) evaluator.Namespace {
+func (s *State) Namespace(name string) workload.Namespace {
 	ns, _ := s.LookupNamespace(name)
 	return ns
 }
 
 // LookupNamespace is Namespace, and whether the state has seen the
 // namespace at all.
-func (s *State) LookupNamespace(name string) (evaluator.Namespace, bool) {
+func (s *State) LookupNamespace(name string) (workload.Namespace, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	labels, ok := s.namespaces[name]
-	return evaluator.Namespace{Name: name, Labels: labels}, ok
+	return workload.Namespace{Name: name, Labels: labels}, ok
 }
 
 // Snapshot is the current topology snapshot, immutable.

@@ -11,11 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/topology"
 )
 
-func defaultModel(t *testing.T) evaluator.Model {
+func defaultModel(t *testing.T) model.Model {
 	t.Helper()
 	p, err := evaluator.LoadFS(policies.FS, "embedded")
 	require.NoError(t, err)
@@ -54,11 +55,11 @@ func TestSetModelReshapes(t *testing.T) {
 		{Name: "rack", NodeLabel: "mandate.dev/leaf-block"},
 		{Name: "node", NodeLabel: "kubernetes.io/hostname"},
 	}
-	next.Tenants = map[string]evaluator.Tenant{}
+	next.Tenants = map[string]model.Tenant{}
 	for name, tenant := range m.Tenants {
 		next.Tenants[name] = tenant
 	}
-	next.Tenants["research-vision"] = evaluator.Tenant{Parent: "product"}
+	next.Tenants["research-vision"] = model.Tenant{Parent: "product"}
 	require.NoError(t, s.SetModel(next))
 
 	snap := s.Snapshot()

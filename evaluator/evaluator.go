@@ -12,9 +12,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/open-policy-agent/opa/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // DefaultQuery is the Decision entrypoint of the authority model.
@@ -50,7 +53,7 @@ type Evaluator struct {
 	explained rego.PreparedEvalQuery
 	timeout   time.Duration
 	revision  string
-	model     Model
+	model     model.Model
 }
 
 // New compiles the policy and prepares the decision query.
@@ -65,23 +68,26 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	model, err := modelFrom(p.Data)
+	m, err := model.FromData(p.Data)
 	if err != nil {
 		return nil, err
 	}
+	// The modules are compiled once; both queries are prepared on the
+	// compiled result.
+	compiler := ast.NewCompiler()
+	if compiler.Compile(p.Modules); compiler.Failed() {
+		return nil, fmt.Errorf("unable to compile policies (revision %q): %w", p.Revision, compiler.Errors)
+	}
 	store := inmem.NewFromObjectWithOpts(p.Data, inmem.OptReturnASTValuesOnRead(true))
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
-		regoOpts := []func(*rego.Rego){rego.Query(query), rego.Store(store), rego.StrictBuiltinErrors(true)}
-		for _, m := range p.Modules {
-			regoOpts = append(regoOpts, rego.ParsedModule(m))
-		}
-		pq, err := rego.New(regoOpts...).PrepareForEval(ctx)
+		pq, err := rego.New(rego.Query(query), rego.Store(store), rego.Compiler(compiler), rego.StrictBuiltinErrors(true)).
+			PrepareForEval(ctx)
 		if err != nil {
-			return pq, fmt.Errorf("unable to compile policies (revision %q): %w", p.Revision, err)
+			return pq, fmt.Errorf("unable to prepare the query %q (revision %q): %w", query, p.Revision, err)
 		}
 		return pq, nil
 	}
-	e := &Evaluator{timeout: opts.Timeout, revision: p.Revision, model: model}
+	e := &Evaluator{timeout: opts.Timeout, revision: p.Revision, model: m}
 	if e.query, err = prepare(opts.Query); err != nil {
 		return nil, err
 	}
@@ -100,7 +106,7 @@ const (
 func (e *Evaluator) Revision() string { return e.revision }
 
 // Model is the Go-side view of the authority model.
-func (e *Evaluator) Model() Model { return e.model }
+func (e *Evaluator) Model() model.Model { return e.model }
 
 // Decide evaluates the authority model for one workload.
 func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {

@@ -12,9 +12,9 @@ import (
 
 // Input is what one decision is made on: input in Rego.
 type Input struct {
-	Request   Request           `json:"request"`
-	Namespace Namespace         `json:"namespace"`
-	Workload  workload.Workload `json:"workload"`
+	Request   Request            `json:"request"`
+	Namespace workload.Namespace `json:"namespace"`
+	Workload  workload.Workload  `json:"workload"`
 	// Usage holds GPU usage per tenant (the requesting tenant and its
 	// ancestors, each rolled up over its subtree) per GPU resource.
 	Usage map[string]map[string]ledger.Usage `json:"usage"`
@@ -35,12 +35,6 @@ type Request struct {
 	User      string   `json:"user"`
 	Groups    []string `json:"groups"`
 	DryRun    bool     `json:"dryRun"`
-}
-
-// Namespace is the workload's namespace as the policy sees it.
-type Namespace struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels"`
 }
 
 // value converts the input to a Rego value, term by term (input_value.go).

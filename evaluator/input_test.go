@@ -18,7 +18,7 @@ func jsonValue(t *testing.T, in Input) ast.Value {
 	t.Helper()
 	b, err := json.Marshal(struct {
 		Request   Request                            `json:"request"`
-		Namespace Namespace                          `json:"namespace"`
+		Namespace workload.Namespace                 `json:"namespace"`
 		Workload  workload.Workload                  `json:"workload"`
 		Usage     map[string]map[string]ledger.Usage `json:"usage"`
 	}{in.Request, in.Namespace, in.Workload, in.Usage})
@@ -31,7 +31,7 @@ func jsonValue(t *testing.T, in Input) ast.Value {
 func TestInputValueMatchesJSON(t *testing.T) {
 	full := Input{
 		Request:   Request{Operation: "CREATE", User: "alice", Groups: []string{"a", "b"}, DryRun: true},
-		Namespace: Namespace{Name: "ns", Labels: map[string]string{"mandate.dev/tenant": "t"}},
+		Namespace: workload.Namespace{Name: "ns", Labels: map[string]string{"mandate.dev/tenant": "t"}},
 		Workload: workload.Workload{
 			Kind: "PyTorchJob", APIVersion: "kubeflow.org/v1", Name: "j", Namespace: "ns", Tenant: "t",
 			Class: workload.ClassTraining, Pods: 4, MinPods: 2, GPUsPerPod: 8, TotalGPUs: 32,

@@ -59,7 +59,7 @@ func requestTerm(r Request) *ast.Term {
 	)
 }
 
-func namespaceTerm(n Namespace) *ast.Term {
+func namespaceTerm(n workload.Namespace) *ast.Term {
 	return ast.ObjectTerm(
 		ast.Item(str("name"), str(n.Name)),
 		ast.Item(str("labels"), strMap(n.Labels)),

@@ -221,7 +221,7 @@ func reservationKey(w workload.Workload, dryRun bool) string {
 
 // namespace is the state's view of a namespace or, when the state has not
 // seen it and Namespaces is set, the API server's.
-func (s *Service) namespace(ctx context.Context, name string) (evaluator.Namespace, error) {
+func (s *Service) namespace(ctx context.Context, name string) (workload.Namespace, error) {
 	ns, known := s.State.LookupNamespace(name)
 	if known || s.Namespaces == nil {
 		return ns, nil
@@ -235,7 +235,7 @@ func (s *Service) namespace(ctx context.Context, name string) (evaluator.Namespa
 		}
 		return ns, fmt.Errorf("unable to read namespace %s, not yet in the cluster state: %w", name, err)
 	}
-	return evaluator.Namespace{Name: name, Labels: obj.Labels}, nil
+	return workload.Namespace{Name: name, Labels: obj.Labels}, nil
 }
 
 func (s *Service) readTimeout() time.Duration {

@@ -124,6 +124,13 @@ type Workload struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
+// Namespace is a workload's namespace as the policy sees it: its name and
+// labels (the tenant's among them).
+type Namespace struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
 // TopologyRequest is the topology a workload asks for.
 type TopologyRequest struct {
 	Required  string `json:"required"`

@@ -1,4 +1,9 @@
-package evaluator
+// Package model is the Go view of the authority model: the part of the
+// policy data (data.mandate.model) that Go needs outside Rego — the
+// topology levels that shape the cluster model, and the tenant hierarchy
+// and priority tiers that shape the quota ledger. It imports no OPA, so the
+// cluster state and the ledger depend on the model, not on the evaluator.
+package model
 
 import (
 	"encoding/json"
@@ -48,8 +53,8 @@ func (m Model) PreemptibleClasses() map[string]bool {
 	return out
 }
 
-// modelFrom reads data.mandate.model out of a policy's data.
-func modelFrom(data map[string]any) (Model, error) {
+// FromData reads data.mandate.model out of a policy's data.
+func FromData(data map[string]any) (Model, error) {
 	var m Model
 	mandate, _ := data["mandate"].(map[string]any)
 	raw, ok := mandate["model"]
