@@ -58,7 +58,7 @@ func (e *TestsFailedError) Unwrap() error { return ErrTestsFailed }
 // RunTests runs the Rego tests of dir with OPA's tester, Mandate's builtins
 // registered, and returns a *TestsFailedError when any fails.
 func RunTests(ctx context.Context, dir string) error {
-	evaluator.RegisterBuiltins()
+	evaluator.RegisterTestBuiltins()
 	modules, store, err := tester.LoadWithRegoVersion([]string{dir}, nil, ast.RegoV1)
 	if err != nil {
 		return fmt.Errorf("unable to load the tests of %q: %w", dir, err)

@@ -158,7 +158,6 @@ var placementRequest = map[string]any{
 
 func prepare(b *testing.B, file string, query string, data map[string]any) rego.PreparedEvalQuery {
 	b.Helper()
-	evaluator.RegisterBuiltins()
 	src, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)

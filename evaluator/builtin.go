@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,34 +17,62 @@ import (
 // PlacementBuiltin is the Rego name of the placement evaluator.
 const PlacementBuiltin = "mandate.placement"
 
+// placementRequestType is the builtin's argument: pods, gpusPerPod and
+// resource are required; product, requiredLevel and preferredLevel are
+// optional strings, read by name (placementRequest), and cluster, a
+// fixture of levels and nodes, is read only by the test registration
+// (RegisterTestBuiltins).
+var placementRequestType = types.NewObject([]*types.StaticProperty{
+	types.NewStaticProperty("pods", types.N),
+	types.NewStaticProperty("gpusPerPod", types.N),
+	types.NewStaticProperty("resource", types.S),
+}, types.NewDynamicProperty(types.S, types.A))
+
+// capacityType is one domain's free capacity in the result.
+var capacityType = types.NewObject([]*types.StaticProperty{
+	types.NewStaticProperty("domain", types.S),
+	types.NewStaticProperty("level", types.S),
+	types.NewStaticProperty("podSlots", types.N),
+	types.NewStaticProperty("gpus", types.N),
+}, nil)
+
+// placementResultType is the builtin's result: named properties only, so
+// `opa check --strict` and bundle compilation reject a policy reading
+// placement.fitsnow.
+var placementResultType = types.NewObject([]*types.StaticProperty{
+	types.NewStaticProperty("fitsNow", types.B),
+	types.NewStaticProperty("fitsEmpty", types.B),
+	types.NewStaticProperty("domain", types.S),
+	types.NewStaticProperty("level", types.S),
+	types.NewStaticProperty("score", types.N),
+	types.NewStaticProperty("freeAfter", types.N),
+	types.NewStaticProperty("largest", capacityType),
+	types.NewStaticProperty("bestNow", capacityType),
+	types.NewStaticProperty("clusterFree", types.N),
+	types.NewStaticProperty("clusterTotal", types.N),
+}, nil)
+
 var placementDecl = &rego.Function{
 	Name: PlacementBuiltin,
 	Description: "Best-fit topology placement of a gang: whether pods × gpusPerPod of resource (and product) " +
 		"fit now within one domain of requiredLevel (preferring preferredLevel), whether they could ever fit " +
-		"in the empty cluster, the chosen domain, score and free capacity left. Reads the live cluster snapshot, " +
-		"or the fixture in request.cluster when it is not null. Deterministic for a given snapshot.",
+		"in the empty cluster, the chosen domain, score and free capacity left. Reads the live cluster snapshot. " +
+		"Deterministic for a given snapshot.",
 	Decl: types.NewFunction(
-		types.Args(types.Named("request", types.NewObject(
-			[]*types.StaticProperty{
-				types.NewStaticProperty("pods", types.N),
-				types.NewStaticProperty("gpusPerPod", types.N),
-				types.NewStaticProperty("resource", types.S),
-			},
-			types.NewDynamicProperty(types.S, types.A),
-		)).Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel, and optionally cluster (a fixture: levels and nodes)")),
-		types.Named("result", types.NewObject(nil, types.NewDynamicProperty(types.S, types.A))).
+		types.Args(types.Named("request", placementRequestType).
+			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel; cluster is read only by `mandate opa test`")),
+		types.Named("result", placementResultType).
 			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal"),
 	),
+	// It reads the live cluster state, which changes between evaluations.
+	Nondeterministic: true,
 }
 
-var registerOnce sync.Once
-
-// RegisterBuiltins registers Mandate's builtins with OPA's type checker and
-// evaluator, globally, so that both Evaluators and the `mandate opa` CLI
-// know them. It is safe to call more than once.
-func RegisterBuiltins() {
-	registerOnce.Do(func() {
-		rego.RegisterBuiltin1(placementDecl, placement)
+// The production placement builtin, registered once for the type checker
+// and the evaluator.
+func init() {
+	rego.RegisterBuiltin1(placementDecl, func(bctx rego.BuiltinContext, op *ast.Term) (*ast.Term, error) {
+		return placement(bctx, op, false)
 	})
 }
 
@@ -56,32 +85,35 @@ func ContextWithSnapshot(ctx context.Context, s *topology.Snapshot) context.Cont
 	return context.WithValue(ctx, snapshotKey{}, s)
 }
 
-// placement is the Go side of mandate.placement. Undefined when there is no
-// snapshot to place against.
-func placement(bctx rego.BuiltinContext, op *ast.Term) (*ast.Term, error) {
+// placement is the Go side of mandate.placement. Undefined when there is
+// no snapshot to place against. fixtures says whether request.cluster (a
+// fixture) is read: only under RegisterTestBuiltins.
+func placement(bctx rego.BuiltinContext, op *ast.Term, fixtures bool) (*ast.Term, error) {
 	obj, ok := op.Value.(ast.Object)
 	if !ok {
-		return nil, fmt.Errorf("%s: request must be an object", PlacementBuiltin)
+		return nil, errors.New("request must be an object")
 	}
 	req, err := placementRequest(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", PlacementBuiltin, err)
+		return nil, err
 	}
-	snap, err := snapshotFor(bctx, obj)
+	snap, err := snapshotFor(bctx, obj, fixtures)
 	if err != nil || snap == nil {
 		return nil, err
 	}
 	res, err := snap.Place(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", PlacementBuiltin, err)
+		return nil, err
 	}
 	return ast.NewTerm(resultValue(res)), nil
 }
 
-func snapshotFor(bctx rego.BuiltinContext, req ast.Object) (*topology.Snapshot, error) {
-	if c := req.Get(ast.InternedTerm("cluster")); c != nil {
-		if _, isNull := c.Value.(ast.Null); !isNull {
-			return fixtureSnapshot(c.Value)
+func snapshotFor(bctx rego.BuiltinContext, req ast.Object, fixtures bool) (*topology.Snapshot, error) {
+	if fixtures {
+		if c := req.Get(ast.InternedTerm("cluster")); c != nil {
+			if _, isNull := c.Value.(ast.Null); !isNull {
+				return fixtureSnapshot(c.Value)
+			}
 		}
 	}
 	if bctx.Context == nil {
@@ -103,19 +135,19 @@ func fixtureSnapshot(v ast.Value) (*topology.Snapshot, error) {
 	}
 	raw, err := ast.JSON(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cluster fixture: %w", PlacementBuiltin, err)
+		return nil, fmt.Errorf("cluster fixture: %w", err)
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cluster fixture: %w", PlacementBuiltin, err)
+		return nil, fmt.Errorf("cluster fixture: %w", err)
 	}
 	var f topology.Fixture
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: cluster fixture is malformed: %w", PlacementBuiltin, err)
+		return nil, fmt.Errorf("cluster fixture is malformed: %w", err)
 	}
 	s, err = topology.FromFixture(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cluster fixture: %w", PlacementBuiltin, err)
+		return nil, fmt.Errorf("cluster fixture: %w", err)
 	}
 	fixtures.mu.Lock()
 	if len(fixtures.byKey) >= maxFixtures {

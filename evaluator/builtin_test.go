@@ -12,7 +12,6 @@ import (
 
 func query(t *testing.T, ctx context.Context, q string) (any, bool, error) {
 	t.Helper()
-	evaluator.RegisterBuiltins()
 	rs, err := rego.New(rego.Query(q), rego.StrictBuiltinErrors(true)).Eval(ctx)
 	if err != nil || len(rs) == 0 {
 		return nil, false, err
@@ -25,6 +24,8 @@ const fixtureCluster = `{"levels": [{"name": "node", "nodeLabel": "kubernetes.io
 	          {"name": "b", "allocatable": {"nvidia.com/gpu": 8}}]}`
 
 func TestPlacementBuiltin(t *testing.T) {
+	evaluator.RegisterTestBuiltins()
+	t.Cleanup(evaluator.UseProductionBuiltins)
 	for _, tc := range []struct {
 		name, request string
 		ctx           bool

@@ -58,7 +58,6 @@ type Evaluator struct {
 
 // New compiles the policy and prepares the decision query.
 func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
-	RegisterBuiltins()
 	if opts.Query == "" {
 		opts.Query = DefaultQuery
 	}

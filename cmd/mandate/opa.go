@@ -10,7 +10,7 @@ import (
 // newOPACommand is OPA's own CLI with Mandate's builtins registered, so that
 // `mandate opa test`, `check`, `fmt`, `eval` and `capabilities` know them.
 func newOPACommand() *cobra.Command {
-	evaluator.RegisterBuiltins()
+	evaluator.RegisterTestBuiltins()
 	cmd := &cobra.Command{
 		Use:   "opa",
 		Short: "OPA's CLI with Mandate's builtins (mandate.placement) registered",

@@ -81,7 +81,8 @@ _within_required(p) if {
 }
 
 # One answer per decision from the placement builtin (the live snapshot, or
-# the fixture in data.mandate.cluster in tests).
+# in Rego tests, the fixture in data.mandate.cluster, which only the test
+# registration of `mandate opa test` reads).
 placement := mandate.placement({
 	"pods": lib.gang_size,
 	"gpusPerPod": lib.workload.gpusPerPod,
