@@ -1,9 +1,9 @@
 package evaluator
 
 import (
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
