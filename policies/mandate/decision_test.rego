@@ -4,26 +4,26 @@ import data.mandate
 import data.mandate.testing
 
 test_clean_workload_is_allowed if {
-	d := mandate.decision with input as testing.input_for("research-llm", testing.gang(3, 8))
+	d := mandate.decision with input as testing.input_for("research-llm", testing.gang(3, 8)) with data.mandate.model as testing.model
 		with data.mandate.cluster as testing.cluster
 	d.allowed
 	d.violations == []
 	d.warnings == []
-	explained := mandate.explanations with input as testing.input_for("research-llm", testing.gang(3, 8))
+	explained := mandate.explanations with input as testing.input_for("research-llm", testing.gang(3, 8)) with data.mandate.model as testing.model
 		with data.mandate.cluster as testing.cluster
 	[e.dimension | some e in explained] == ["tenancy", "priority", "quota", "topology", "preemption"]
 }
 
 test_denied_workload_lists_every_violation if {
 	inp := testing.input_for("research-vision", object.union(testing.gang(16, 8), {"priorityClass": "inference"}))
-	d := mandate.decision with input as inp with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	not d.allowed
 	{v.code | some v in d.violations} == {"PRIORITY_NOT_ALLOWED", "QUOTA_EXCEEDS_CEILING", "TOPOLOGY_NEVER_FITS"}
 	{v.dimension | some v in d.violations} == {"priority", "quota", "topology"}
 }
 
 test_unknown_tenant_denied_with_tenancy_only if {
-	d := mandate.decision with input as testing.input_for("nobody", {}) with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as testing.input_for("nobody", {}) with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	not d.allowed
 	[v.code | some v in d.violations] == ["TENANT_UNKNOWN"]
 	d.directives == {}
@@ -34,7 +34,7 @@ test_unknown_tenant_denied_with_tenancy_only if {
 _above_tier := testing.input_for("research-vision", {"priorityClass": "build"})
 
 test_deny_stage_denies if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 		with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": "deny"}
 	not d.allowed
 	[[v.code, v.enforcement] | some v in d.violations] == [["PRIORITY_NOT_ALLOWED", "deny"]]
@@ -44,7 +44,7 @@ test_deny_stage_denies if {
 }
 
 test_warn_stage_admits_with_the_warning if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 		with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": "warn"}
 	d.allowed
 	d.violations == []
@@ -55,7 +55,7 @@ test_warn_stage_admits_with_the_warning if {
 }
 
 test_dryrun_stage_admits_silently if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 		with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": "dryrun"}
 	d.allowed
 	d.violations == []
@@ -66,7 +66,7 @@ test_dryrun_stage_admits_silently if {
 
 test_dimension_stage_leaves_other_dimensions_denying if {
 	inp := testing.input_for("research-vision", object.union(testing.gang(16, 8), {"priorityClass": "inference"}))
-	d := mandate.decision with input as inp with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 		with data.mandate.model.enforcement as {"quota": "warn", "topology": "dryrun", "TOPOLOGY_NEVER_FITS": "warn"}
 	not d.allowed
 	[v.code | some v in d.violations] == ["PRIORITY_NOT_ALLOWED"]
@@ -75,7 +75,7 @@ test_dimension_stage_leaves_other_dimensions_denying if {
 }
 
 test_unknown_stage_denies_and_warns_about_the_entry if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 		with data.mandate.model.enforcement as {"priority": "dryrun", "PRIORITY_NOT_ALLOWED": "Warn"}
 	not d.allowed
 	[[v.code, v.enforcement] | some v in d.violations] == [["PRIORITY_NOT_ALLOWED", "deny"]]
@@ -85,7 +85,7 @@ test_unknown_stage_denies_and_warns_about_the_entry if {
 test_explanation_verdict_follows_the_stage if {
 	verdicts := {stage: v |
 		some stage in ["deny", "warn", "dryrun"]
-		explained := mandate.explanations with input as _above_tier with data.mandate.cluster as testing.cluster
+		explained := mandate.explanations with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 			with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": stage}
 		some e in explained
 		e.dimension == "priority"

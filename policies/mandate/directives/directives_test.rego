@@ -4,7 +4,7 @@ import data.mandate.directives
 import data.mandate.testing
 
 test_volcano_tenant_directives if {
-	d := directives.directives with input as testing.input_for("research-llm", testing.gang(8, 8))
+	d := directives.directives with input as testing.input_for("research-llm", testing.gang(8, 8)) with data.mandate.model as testing.model
 	d.scheduler == "volcano"
 	d.queue == "research-llm"
 	d.priorityClass == "train"
@@ -20,7 +20,7 @@ test_volcano_tenant_directives if {
 }
 
 test_kai_tenant_directives if {
-	d := directives.directives with input as testing.input_for("product", {"class": "inference", "gpusPerPod": 1, "totalGPUs": 1})
+	d := directives.directives with input as testing.input_for("product", {"class": "inference", "gpusPerPod": 1, "totalGPUs": 1}) with data.mandate.model as testing.model
 	d.scheduler == "kai"
 	d.queue == "product"
 	d.priorityClass == "inference"
@@ -31,11 +31,11 @@ test_kai_tenant_directives if {
 }
 
 test_cpu_only_work_gets_no_topology if {
-	d := directives.directives with input as testing.input_for("platform", {"gpusPerPod": 0, "totalGPUs": 0, "gpuResource": ""})
+	d := directives.directives with input as testing.input_for("platform", {"gpusPerPod": 0, "totalGPUs": 0, "gpuResource": ""}) with data.mandate.model as testing.model
 	d.requiredLevel == ""
 	d.topologyName == ""
 }
 
 test_unknown_tenant_gets_no_directives if {
-	not directives.directives with input as testing.input_for("nobody", {})
+	not directives.directives with input as testing.input_for("nobody", {}) with data.mandate.model as testing.model
 }

@@ -50,7 +50,7 @@ _node(name, zone, spine, block, clique, product, used) := {
 # cluster: two H100 leaf blocks of one 4-node NVLink clique each (b1 has 2
 # whole nodes free, b2 has 3) and a 2-node B200 block in another zone.
 cluster := {
-	"levels": data.mandate.model.topology.levels,
+	"levels": model.topology.levels,
 	"nodes": [
 		_node("h1", "zone-a", "s1", "b1", "c1", h100, 8),
 		_node("h2", "zone-a", "s1", "b1", "c1", h100, 0),

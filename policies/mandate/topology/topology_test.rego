@@ -6,76 +6,76 @@ import data.mandate.topology
 _in(overrides) := testing.input_for("research-llm", overrides)
 
 test_required_level_follows_gang_size if {
-	topology.required_level == "node" with input as _in(testing.gang(1, 8))
-	topology.required_level == "clique" with input as _in(testing.gang(3, 8))
-	topology.required_level == "block" with input as _in(testing.gang(8, 8))
-	topology.required_level == "spine" with input as _in(testing.gang(64, 8))
-	topology.required_level == "zone" with input as _in(testing.gang(1024, 8))
+	topology.required_level == "node" with input as _in(testing.gang(1, 8)) with data.mandate.model as testing.model
+	topology.required_level == "clique" with input as _in(testing.gang(3, 8)) with data.mandate.model as testing.model
+	topology.required_level == "block" with input as _in(testing.gang(8, 8)) with data.mandate.model as testing.model
+	topology.required_level == "spine" with input as _in(testing.gang(64, 8)) with data.mandate.model as testing.model
+	topology.required_level == "zone" with input as _in(testing.gang(1024, 8)) with data.mandate.model as testing.model
 }
 
 test_fitting_gang_passes_best_fit if {
 	inp := _in(testing.gang(3, 8))
-	p := topology.placement with input as inp with data.mandate.cluster as testing.cluster
+	p := topology.placement with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	p.fitsNow
 	p.domain == "zone-a/s1/b2/c2"
-	count(topology.deny) == 0 with input as inp with data.mandate.cluster as testing.cluster
-	count(topology.warn) == 0 with input as inp with data.mandate.cluster as testing.cluster
+	count(topology.deny) == 0 with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	count(topology.warn) == 0 with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 }
 
 test_gang_that_never_fits_is_denied if {
 	inp := _in(testing.gang(5, 8))
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster
+	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	v.code == "TOPOLOGY_NEVER_FITS"
 	v.message == "a gang of 5 pods × 8 nvidia.com/gpu must sit within one block, but the largest block (zone-a/s1/b1) holds only 4 such pods even when empty; ask for at most 4 pods or fewer GPUs per pod"
 }
 
 test_gang_that_does_not_fit_now_waits if {
 	inp := _in(testing.gang(4, 8))
-	count(topology.deny) == 0 with input as inp with data.mandate.cluster as testing.cluster
-	some v in topology.warn with input as inp with data.mandate.cluster as testing.cluster
+	count(topology.deny) == 0 with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	some v in topology.warn with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	v.code == "TOPOLOGY_WAITS"
 	contains(v.message, "the roomiest clique (zone-a/s1/b2/c2) has 3 of the 4 pod slots it needs free")
 }
 
 test_missing_product_never_fits if {
 	inp := _in({"gpuProduct": "NVIDIA-GB300"})
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster
+	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	v.message == "a gang of 1 pods × 8 nvidia.com/gpu (NVIDIA-GB300) can never be placed: no healthy node in this cluster offers 8 nvidia.com/gpu (NVIDIA-GB300) per pod"
-	count(topology.deny) == 0 with input as _in({"gpuProduct": testing.b200}) with data.mandate.cluster as testing.cluster
+	count(topology.deny) == 0 with input as _in({"gpuProduct": testing.b200}) with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 }
 
 test_unknown_level_is_denied if {
 	inp := _in({"topology": {"required": "rack", "preferred": ""}})
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster
+	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	v.code == "TOPOLOGY_UNKNOWN_LEVEL"
 	contains(v.message, "zone, spine, block, clique, node")
 }
 
 test_tighter_requested_level_is_honoured if {
 	inp := _in(object.union(testing.gang(2, 8), {"topology": {"required": "node", "preferred": ""}}))
-	topology.required_level == "node" with input as inp
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster
+	topology.required_level == "node" with input as inp with data.mandate.model as testing.model
+	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
 	v.code == "TOPOLOGY_NEVER_FITS"
 }
 
 test_looser_requested_level_is_ignored if {
 	inp := _in(object.union(testing.gang(2, 8), {"topology": {"required": "zone", "preferred": ""}}))
-	topology.required_level == "clique" with input as inp
+	topology.required_level == "clique" with input as inp with data.mandate.model as testing.model
 }
 
 test_no_snapshot_warns_unchecked if {
-	some v in topology.warn with input as _in({})
+	some v in topology.warn with input as _in({}) with data.mandate.model as testing.model
 	v.code == "TOPOLOGY_UNCHECKED"
 }
 
 test_requested_preferred_level_wins_over_the_rules if {
 	inp := _in(object.union(testing.gang(8, 8), {"topology": {"required": "", "preferred": "node"}}))
-	topology.required_level == "block" with input as inp
-	topology.preferred_level == "node" with input as inp
-	topology.preferred_level == "clique" with input as _in(testing.gang(8, 8))
+	topology.required_level == "block" with input as inp with data.mandate.model as testing.model
+	topology.preferred_level == "node" with input as inp with data.mandate.model as testing.model
+	topology.preferred_level == "clique" with input as _in(testing.gang(8, 8)) with data.mandate.model as testing.model
 }
 
 test_preferred_level_wider_than_required_is_ignored if {
 	inp := _in(object.union(testing.gang(8, 8), {"topology": {"required": "", "preferred": "zone"}}))
-	topology.preferred_level == "clique" with input as inp
+	topology.preferred_level == "clique" with input as inp with data.mandate.model as testing.model
 }
