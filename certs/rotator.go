@@ -23,6 +23,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/mandate-dev/mandate/config"
 )
 
 // Options configure a Rotator.
@@ -60,6 +62,10 @@ type Rotator struct {
 
 var _ manager.LeaderElectionRunnable = (*Rotator)(nil)
 
+// DefaultCheckInterval bounds the time between two checks, so that a
+// caBundle reset by hand or a deleted file is repaired.
+const DefaultCheckInterval = time.Minute
+
 // New checks the options and returns a Rotator.
 func New(o Options) (*Rotator, error) {
 	if o.Client == nil || o.Namespace == "" || o.SecretName == "" || o.WebhookConfigurationName == "" || len(o.Hosts) == 0 || o.CertDir == "" {
@@ -70,16 +76,16 @@ func New(o Options) (*Rotator, error) {
 			*d = v
 		}
 	}
-	def(&o.CADuration, DefaultCADuration)
+	def(&o.CADuration, config.DefaultCADuration)
 	def(&o.CARenewBefore, o.CADuration/3)
-	def(&o.ServingDuration, DefaultServingDuration)
+	def(&o.ServingDuration, config.DefaultServingDuration)
 	def(&o.ServingRenewBefore, o.ServingDuration/3)
-	def(&o.PropagationDelay, DefaultPropagationDelay)
+	def(&o.PropagationDelay, config.DefaultPropagationDelay)
 	def(&o.CheckInterval, DefaultCheckInterval)
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if err := CheckSchedule(o.CADuration, o.CARenewBefore, o.ServingDuration, o.ServingRenewBefore, o.PropagationDelay); err != nil {
+	if err := config.CheckSchedule(o.CADuration, o.CARenewBefore, o.ServingDuration, o.ServingRenewBefore, o.PropagationDelay); err != nil {
 		return nil, fmt.Errorf("certs: %w", err)
 	}
 	return &Rotator{o: o}, nil

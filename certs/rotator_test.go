@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mandate-dev/mandate/certs"
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -216,7 +217,7 @@ func TestOverlapSteps(t *testing.T) {
 	oldCA := cas[0]
 
 	// Just before the CA is due (8 months in), only serving renewals.
-	clk.now = oldCA.NotAfter.Add(-certs.DefaultCARenewBefore - time.Hour)
+	clk.now = oldCA.NotAfter.Add(-config.DefaultCARenewBefore - time.Hour)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	require.Len(t, caBundle(t, c), 1)
@@ -234,13 +235,13 @@ func TestOverlapSteps(t *testing.T) {
 	during, err := certs.ReadFiles(dir)
 	require.NoError(t, err)
 	require.Equal(t, serial(before.Cert), serial(during.Cert), "the new CA signs nothing before the propagation delay")
-	require.LessOrEqual(t, wait, certs.DefaultPropagationDelay, "the next check comes at the end of the propagation delay")
+	require.LessOrEqual(t, wait, config.DefaultPropagationDelay, "the next check comes at the end of the propagation delay")
 	var s corev1.Secret
 	require.NoError(t, c.Get(ctx(t), types.NamespacedName{Namespace: namespace, Name: secretName}, &s))
 	require.Contains(t, s.Annotations, certs.AnnotationNextPublished)
 
 	// Half the delay: still the old CA signs.
-	clk.Add(certs.DefaultPropagationDelay / 2)
+	clk.Add(config.DefaultPropagationDelay / 2)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	kp, err := certs.ReadFiles(dir)
@@ -249,7 +250,7 @@ func TestOverlapSteps(t *testing.T) {
 
 	// After the delay: the new CA is active and signs a new serving
 	// certificate; the old CA stays.
-	clk.Add(certs.DefaultPropagationDelay)
+	clk.Add(config.DefaultPropagationDelay)
 	activated := clk.now
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
@@ -261,12 +262,12 @@ func TestOverlapSteps(t *testing.T) {
 	require.NoError(t, trusted(before.Cert, bundles(t, c)[0], clk.now), "…and still trusted")
 
 	// Just before every old-CA certificate has expired: still both.
-	clk.now = activated.Add(certs.DefaultServingDuration)
+	clk.now = activated.Add(config.DefaultServingDuration)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	require.Len(t, caBundle(t, c), 2)
 	// After the serving lifetime plus the propagation delay: the old CA goes.
-	clk.now = activated.Add(certs.DefaultServingDuration + certs.DefaultPropagationDelay)
+	clk.now = activated.Add(config.DefaultServingDuration + config.DefaultPropagationDelay)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	cas = caBundle(t, c)
@@ -291,7 +292,7 @@ func TestRepublishRestartsDelay(t *testing.T) {
 	_, err := r.Sync(ctx(t))
 	require.NoError(t, err)
 	oldCA := caBundle(t, c)[0]
-	clk.now = oldCA.NotAfter.Add(-certs.DefaultCARenewBefore)
+	clk.now = oldCA.NotAfter.Add(-config.DefaultCARenewBefore)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	require.Len(t, caBundle(t, c), 2)
@@ -306,7 +307,7 @@ func TestRepublishRestartsDelay(t *testing.T) {
 	}
 	require.NoError(t, c.Update(ctx(t), &v))
 
-	clk.Add(certs.DefaultPropagationDelay + time.Second)
+	clk.Add(config.DefaultPropagationDelay + time.Second)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	require.Len(t, caBundle(t, c), 2, "repaired")
@@ -314,7 +315,7 @@ func TestRepublishRestartsDelay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, serial(before.Cert), serial(kp.Cert), "not activated right after the repair")
 
-	clk.Add(certs.DefaultPropagationDelay)
+	clk.Add(config.DefaultPropagationDelay)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	kp, err = certs.ReadFiles(dir)
@@ -330,7 +331,7 @@ func TestExpiredCAReplaced(t *testing.T) {
 	r := newRotator(t, c, clk, dir)
 	_, err := r.Sync(ctx(t))
 	require.NoError(t, err)
-	clk.Add(2 * certs.DefaultCADuration)
+	clk.Add(2 * config.DefaultCADuration)
 	_, err = r.Sync(ctx(t))
 	require.NoError(t, err)
 	cas := caBundle(t, c)
@@ -400,28 +401,4 @@ func TestMissingConfiguration(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	_, err := newRotator(t, c, newClock(), t.TempDir()).Sync(ctx(t))
 	require.ErrorContains(t, err, "MutatingWebhookConfiguration mandate")
-}
-
-func TestCheckSchedule(t *testing.T) {
-	d := 24 * time.Hour
-	for _, tc := range []struct {
-		name                               string
-		ca, caRenew, serving, servingRenew time.Duration
-		wantErr                            string
-	}{
-		{name: "defaults", ca: 365 * d, caRenew: 365 * d / 3, serving: 30 * d, servingRenew: 10 * d},
-		{name: "serving renew after expiry", ca: 365 * d, caRenew: 100 * d, serving: 30 * d, servingRenew: 30 * d, wantErr: "ServingRenewBefore"},
-		{name: "ca renew zero", ca: 365 * d, caRenew: 0, serving: 30 * d, servingRenew: 10 * d, wantErr: "CARenewBefore"},
-		{name: "ca renewed too late for overlap", ca: 365 * d, caRenew: 20 * d, serving: 30 * d, servingRenew: 10 * d, wantErr: "old CA must outlive"},
-		{name: "serving too short", ca: 365 * d, caRenew: 100 * d, serving: time.Second, servingRenew: time.Millisecond, wantErr: "ServingDuration"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := certs.CheckSchedule(tc.ca, tc.caRenew, tc.serving, tc.servingRenew, time.Minute)
-			if tc.wantErr == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorContains(t, err, tc.wantErr)
-		})
-	}
 }

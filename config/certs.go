@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/mandate-dev/mandate/certs"
 )
 
-// scheduleKeys maps certs.CheckSchedule's fields to their keys.
+// scheduleKeys maps CheckSchedule's fields to their keys.
 var scheduleKeys = map[string]string{
 	"CADuration":         "certs.caDuration",
 	"CARenewBefore":      "certs.caRenewBefore",
@@ -60,11 +58,11 @@ func (c Certs) validate(namespace, certDir string) []error {
 	if c.PropagationDelay > time.Hour {
 		errs = append(errs, fieldErr("certs.propagationDelay", "%s is out of range (0-1h)", c.PropagationDelay))
 	}
-	err := certs.CheckSchedule(c.CADuration, c.CARenewBefore, c.ServingDuration, c.ServingRenewBefore, c.PropagationDelay)
+	err := CheckSchedule(c.CADuration, c.CARenewBefore, c.ServingDuration, c.ServingRenewBefore, c.PropagationDelay)
 	var joined interface{ Unwrap() []error }
 	if errors.As(err, &joined) {
 		for _, e := range joined.Unwrap() {
-			var se *certs.ScheduleError
+			var se *ScheduleError
 			if errors.As(e, &se) {
 				errs = append(errs, fieldErr(scheduleKeys[se.Field], "%s", se.Msg))
 			} else {

@@ -6,13 +6,7 @@
 // was wrong and what is allowed.
 package config
 
-import (
-	"time"
-
-	"github.com/mandate-dev/mandate/certs"
-	"github.com/mandate-dev/mandate/decisionlog"
-	"github.com/mandate-dev/mandate/evaluator"
-)
+import "time"
 
 // Serve is the configuration of `mandate serve`.
 type Serve struct {
@@ -54,11 +48,6 @@ type DecisionLog struct {
 	SampleRate float64 `json:"sampleRate" yaml:"sampleRate" mapstructure:"sampleRate"`
 	// IncludeObject adds the submitted object, redacted.
 	IncludeObject bool `json:"includeObject" yaml:"includeObject" mapstructure:"includeObject"`
-}
-
-// Options are the decisionlog.Options of this configuration.
-func (d DecisionLog) Options() decisionlog.Options {
-	return decisionlog.Options{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject}
 }
 
 // Modes of certs.mode.
@@ -131,23 +120,6 @@ type ShadowBundle struct {
 	Source string `json:"source" yaml:"source" mapstructure:"source"`
 }
 
-// Defaults of the server's addresses.
-const (
-	DefaultPort        = 9443
-	DefaultHealthAddr  = ":8081"
-	DefaultMetricsAddr = ":8080"
-)
-
-// DefaultAdminGroups may set, change and remove a namespace's tenant.
-var DefaultAdminGroups = []string{"system:masters", "mandate-admins"}
-
-// WebhookConfigurationName names Mandate's mutating and validating webhook
-// configurations.
-const WebhookConfigurationName = "mandate"
-
-// DefaultBundleInterval is how often the bundle source is polled.
-const DefaultBundleInterval = 30 * time.Second
-
 // Webhook configures the admission webhook server.
 type Webhook struct {
 	// Host the server listens on; all interfaces when empty.
@@ -168,26 +140,3 @@ type Evaluation struct {
 // MaxEvaluationTimeout is the longest evaluation.timeout allowed: the API
 // server waits at most 30s for an admission webhook.
 const MaxEvaluationTimeout = 30 * time.Second
-
-// Default returns the configuration used for every key that is not set.
-func Default() Serve {
-	return Serve{
-		Webhook:     Webhook{Port: DefaultPort},
-		HealthAddr:  DefaultHealthAddr,
-		MetricsAddr: DefaultMetricsAddr,
-		AdminGroups: append([]string(nil), DefaultAdminGroups...),
-		Evaluation:  Evaluation{Timeout: evaluator.DefaultTimeout},
-		Bundle:      Bundle{Interval: DefaultBundleInterval},
-		DecisionLog: defaultDecisionLog(),
-		Certs: Certs{Mode: CertsFiles, SecretName: "mandate-webhook-ca", ServiceName: "mandate",
-			WebhookConfiguration: WebhookConfigurationName,
-			CADuration:           certs.DefaultCADuration, CARenewBefore: certs.DefaultCARenewBefore,
-			ServingDuration: certs.DefaultServingDuration, ServingRenewBefore: certs.DefaultServingRenewBefore,
-			PropagationDelay: certs.DefaultPropagationDelay},
-	}
-}
-
-func defaultDecisionLog() DecisionLog {
-	d := decisionlog.DefaultOptions()
-	return DecisionLog{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject}
-}

@@ -14,7 +14,9 @@ import (
 
 func TestDecisionLogKeys(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
-	assert.Equal(t, decisionlog.DefaultOptions(), config.Default().DecisionLog.Options(), "every decision, no objects, by default")
+	d := decisionlog.DefaultOptions()
+	assert.Equal(t, config.DecisionLog{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject},
+		config.Default().DecisionLog, "every decision, no objects, by default")
 
 	got, err := load(t, "decisionLog:\n  enabled: false\n  sampleRate: 0.25\n  includeObject: true\n", nil)
 	require.NoError(t, err)

@@ -17,48 +17,8 @@ import (
 func Bind(v *viper.Viper) error {
 	v.SetEnvPrefix("MANDATE")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	d := Default()
-	defaults := map[string]any{
-		"kubeconfig":             d.Kubeconfig,
-		"webhook.host":           d.Webhook.Host,
-		"webhook.port":           d.Webhook.Port,
-		"webhook.certDir":        d.Webhook.CertDir,
-		"healthAddr":             d.HealthAddr,
-		"metricsAddr":            d.MetricsAddr,
-		"policies":               d.Policies,
-		"adminGroups":            d.AdminGroups,
-		"namespace":              d.Namespace,
-		"evaluation.timeout":     d.Evaluation.Timeout,
-		"bundle.source":          d.Bundle.Source,
-		"bundle.verificationKey": d.Bundle.VerificationKey,
-		"bundle.persistDir":      d.Bundle.PersistDir,
-		"bundle.interval":        d.Bundle.Interval,
-
-		"bundle.requireSignature": d.Bundle.RequireSignature,
-		"bundle.shadow.source":    d.Bundle.Shadow.Source,
-		"bundle.bearerTokenFile":  d.Bundle.BearerTokenFile,
-		"bundle.caFile":           d.Bundle.CAFile,
-		// certs.* (docs/certificates.md)
-		"certs.mode":                 d.Certs.Mode,
-		"certs.secretName":           d.Certs.SecretName,
-		"certs.serviceName":          d.Certs.ServiceName,
-		"certs.webhookConfiguration": d.Certs.WebhookConfiguration,
-		"certs.caDuration":           d.Certs.CADuration,
-		"certs.caRenewBefore":        d.Certs.CARenewBefore,
-		"certs.servingDuration":      d.Certs.ServingDuration,
-		"certs.servingRenewBefore":   d.Certs.ServingRenewBefore,
-		"certs.propagationDelay":     d.Certs.PropagationDelay,
-		"certs.extraHosts":           d.Certs.ExtraHosts,
-	}
-	defaults["decisionLog.enabled"] = d.DecisionLog.Enabled
-	defaults["decisionLog.sampleRate"] = d.DecisionLog.SampleRate
-	defaults["decisionLog.includeObject"] = d.DecisionLog.IncludeObject
 	for _, k := range Keys {
-		val, ok := defaults[k.Name]
-		if !ok {
-			return fmt.Errorf("config key %s has no default", k.Name)
-		}
-		v.SetDefault(k.Name, val)
+		v.SetDefault(k.Name, k.Default)
 		if err := v.BindEnv(append([]string{k.Name}, k.Env...)...); err != nil {
 			return fmt.Errorf("unable to bind the environment of %s: %w", k.Name, err)
 		}

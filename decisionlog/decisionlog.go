@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
 )
 
@@ -44,8 +45,12 @@ type Options struct {
 	IncludeObject bool
 }
 
-// DefaultOptions log every decision, without objects.
-func DefaultOptions() Options { return Options{Enabled: true, SampleRate: 1} }
+// DefaultOptions are the decisionLog.* defaults: every decision, without
+// objects.
+func DefaultOptions() Options {
+	d := config.Default().DecisionLog
+	return Options{Enabled: d.Enabled, SampleRate: d.SampleRate, IncludeObject: d.IncludeObject}
+}
 
 // Logger writes decision lines. A nil *Logger writes nothing. Safe for
 // concurrent use.

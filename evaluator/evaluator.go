@@ -17,6 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/model"
 )
 
@@ -28,7 +29,7 @@ const DefaultExplainQuery = "data.mandate.explanations"
 
 // DefaultTimeout bounds one evaluation; admission must answer well within the
 // webhook's timeoutSeconds.
-const DefaultTimeout = 500 * time.Millisecond
+const DefaultTimeout = config.DefaultEvaluationTimeout
 
 // ErrTimeout is returned when an evaluation exceeds its deadline.
 var ErrTimeout = errors.New("policy evaluation exceeded its deadline")

@@ -1,4 +1,4 @@
-package certs
+package config
 
 import (
 	"errors"
@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Defaults of Options: the CA lives a year and serving certificates 30
-// days, each renewed at two thirds of its life.
+// Defaults of the certs.* schedule (package certs falls back to them): the
+// CA lives a year and serving certificates 30 days, each renewed at two
+// thirds of its life.
 const (
 	DefaultCADuration         = 365 * 24 * time.Hour
 	DefaultCARenewBefore      = DefaultCADuration / 3
@@ -17,13 +18,10 @@ const (
 	// before it signs anything: the API servers' webhook informers pick up
 	// a changed configuration within seconds.
 	DefaultPropagationDelay = time.Minute
-	// DefaultCheckInterval bounds the time between two checks, so that a
-	// caBundle reset by hand or a deleted file is repaired.
-	DefaultCheckInterval = time.Minute
 )
 
 // ScheduleError is a lifetime or margin that makes rotation unsafe; Field
-// names it as Options does (config maps it to its key).
+// names it as certs.Options does (validation maps it to its key).
 type ScheduleError struct {
 	Field string
 	Msg   string

@@ -1,0 +1,62 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+)
+
+// Defaults of the keys that other packages also fall back to: the one
+// definition of each.
+const (
+	DefaultPort        = 9443
+	DefaultHealthAddr  = ":8081"
+	DefaultMetricsAddr = ":8080"
+	// DefaultEvaluationTimeout bounds one policy evaluation; admission
+	// must answer well within the webhook's timeoutSeconds.
+	DefaultEvaluationTimeout = 500 * time.Millisecond
+	// DefaultBundleInterval is how often the bundle source is polled.
+	DefaultBundleInterval = 30 * time.Second
+	// WebhookConfigurationName names Mandate's mutating and validating
+	// webhook configurations.
+	WebhookConfigurationName = "mandate"
+)
+
+// DefaultAdminGroups may set, change and remove a namespace's tenant.
+var DefaultAdminGroups = []string{"system:masters", "mandate-admins"}
+
+// Default returns the configuration used for every key that is not set:
+// the Default of each of Keys.
+func Default() Serve {
+	tree := map[string]any{}
+	for _, k := range Keys {
+		parts := strings.Split(k.Name, ".")
+		node := tree
+		for _, p := range parts[:len(parts)-1] {
+			child, ok := node[p].(map[string]any)
+			if !ok {
+				child = map[string]any{}
+				node[p] = child
+			}
+			node = child
+		}
+		if list, ok := k.Default.([]string); ok {
+			// Each caller gets its own slice.
+			k.Default = append([]string(nil), list...)
+		}
+		node[parts[len(parts)-1]] = k.Default
+	}
+	var s Serve
+	d, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{Result: &s, ErrorUnused: true, ErrorUnset: true})
+	if err == nil {
+		err = d.Decode(tree)
+	}
+	if err != nil {
+		// Keys and Serve disagree: a programming error that
+		// TestKeysMatchServe catches.
+		panic(fmt.Sprintf("config: the defaults in Keys do not fit Serve: %v", err))
+	}
+	return s
+}
