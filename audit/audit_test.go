@@ -215,7 +215,7 @@ func TestReportRendering(t *testing.T) {
 	assert.Contains(t, out, "   CHANGE  queue: research-llm -> llm-v2")
 	assert.Contains(t, out, "/scheduling.volcano.sh~1queue-name: research-llm -> llm-v2")
 
-	js := jsonRoundTrip(t, rep)
+	js := reportJSON(t, rep)
 	assert.Equal(t, map[string]any{"workloads": 7.0, "denied": 2.0, "changed": 1.0, "unchanged": 4.0, "warned": 1.0}, js["summary"])
 	first := js["workloads"].([]any)[0].(map[string]any)
 	assert.Equal(t, "would-deny", first["verdict"])

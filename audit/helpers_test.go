@@ -151,11 +151,10 @@ func TestAdmittedSnapshotIsCurrent(t *testing.T) {
 	require.Equal(t, string(want), buf.String(), "run go test ./audit -run Current -update")
 }
 
-func jsonRoundTrip(t *testing.T, rep *audit.Report) map[string]any {
+// reportJSON is the report as audit.WriteJSON writes it.
+func reportJSON(t *testing.T, rep *audit.Report) map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, audit.WriteJSON(&buf, rep))
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &out))
-	return out
+	return fixtures.JSONMap(t, json.RawMessage(buf.Bytes()))
 }

@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mandate-dev/mandate/topology/topologytest"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -21,16 +21,7 @@ func ns(name, tenant string) *corev1.Namespace {
 }
 
 func gpuPod(namespace, name, class string, gpus int64, phase corev1.PodPhase, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			PriorityClassName: class,
-			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-				Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI)},
-			}}},
-		},
-		Status: corev1.PodStatus{Phase: phase},
-	}
+	return topologytest.GPUPod(namespace, name, gpus, topologytest.WithPriorityClass(class), topologytest.InPhase(phase), topologytest.WithLabels(labels))
 }
 
 func TestUsageRollsUpTheHierarchy(t *testing.T) {

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatchv5 "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -160,7 +160,7 @@ func TestApplyTouchesOnlyOwnedFields(t *testing.T) {
 		}
 		// And the patch really produces the mutated object.
 		patched := applyPatch(t, obj, ops)
-		assert.Equal(t, jsonRoundTrip(t, mutated.Object), patched)
+		assert.Equal(t, fixtures.JSONMap(t, mutated.Object), patched)
 	})
 }
 
@@ -197,26 +197,9 @@ func leaves(path string, value any) []string {
 
 func applyPatch(t *testing.T, obj *unstructured.Unstructured, ops any) map[string]any {
 	t.Helper()
-	raw, err := json.Marshal(ops)
-	require.NoError(t, err)
-	patch, err := jsonpatchv5.DecodePatch(raw)
-	require.NoError(t, err)
 	doc, err := json.Marshal(obj.Object)
 	require.NoError(t, err)
-	out, err := patch.Apply(doc)
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(out, &m))
-	return m
-}
-
-func jsonRoundTrip(t *testing.T, v any) map[string]any {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(raw, &m))
-	return m
+	return fixtures.ApplyPatch(t, doc, ops)
 }
 
 func TestPatchDeterministic(t *testing.T) {

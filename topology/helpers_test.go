@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/topology/topologytest"
 )
 
 // testLevels is a small zone / block / node topology.
@@ -82,18 +83,12 @@ type podOpt func(*corev1.Pod)
 // gpuPod is a Running pod bound to node with one container limited to gpus
 // nvidia.com/gpu.
 func gpuPod(name, node string, gpus int, opts ...podOpt) corev1.Pod {
-	p := corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{container("main", "nvidia.com/gpu", gpus, false)},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	p := topologytest.GPUPod("team-a", name, int64(gpus), topologytest.OnNode(node), topologytest.InPhase(corev1.PodRunning))
+	p.Spec.Containers[0].Name = "main"
 	for _, o := range opts {
-		o(&p)
+		o(p)
 	}
-	return p
+	return *p
 }
 
 // container asks for n of res as a limit, or as a request when asRequest.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -55,15 +54,7 @@ spec:
 // applyPatch applies a response's patch to the request's object.
 func applyPatch(t *testing.T, req admission.Request, resp admission.Response) *unstructured.Unstructured {
 	t.Helper()
-	ops, err := json.Marshal(resp.Patches)
-	require.NoError(t, err)
-	p, err := jsonpatch.DecodePatch(ops)
-	require.NoError(t, err)
-	out, err := p.Apply(req.Object.Raw)
-	require.NoError(t, err)
-	obj := &unstructured.Unstructured{}
-	require.NoError(t, json.Unmarshal(out, &obj.Object))
-	return obj
+	return &unstructured.Unstructured{Object: fixtures.ApplyPatch(t, req.Object.Raw, resp.Patches)}
 }
 
 func nestedString(t *testing.T, obj *unstructured.Unstructured, fields ...string) string {
@@ -178,8 +169,10 @@ func TestMutatorGangPod(t *testing.T) {
 	r, rec := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	job := admittedOwner(t, m)
-	var d evaluator.Directives
-	require.NoError(t, json.Unmarshal([]byte(job.GetAnnotations()[scheduler.AnnotationDirectives]), &d))
+	d, _, err := scheduler.RecordedDirectives(job.GetAnnotations())
+	require.NoError(t, err)
+	jobWorkload, err := workload.Normalize(job)
+	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		name        string
@@ -219,7 +212,7 @@ func TestMutatorGangPod(t *testing.T) {
 			assert.Equal(t, "volcano", nestedString(t, pod, "spec", "schedulerName"))
 			assert.Equal(t, d.Queue, pod.GetAnnotations()["scheduling.volcano.sh/queue-name"])
 			if !tc.wantDecided {
-				assert.Equal(t, scheduler.PodGroupName(mustNormalize(t, job)), pod.GetAnnotations()["scheduling.k8s.io/group-name"],
+				assert.Equal(t, scheduler.PodGroupName(jobWorkload), pod.GetAnnotations()["scheduling.k8s.io/group-name"],
 					"the pod joins its owner's PodGroup")
 			}
 		})
@@ -348,11 +341,4 @@ func TestValidatorNamespaces(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustNormalize(t *testing.T, obj *unstructured.Unstructured) workload.Workload {
-	t.Helper()
-	w, err := workload.Normalize(obj)
-	require.NoError(t, err)
-	return w
 }

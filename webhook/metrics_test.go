@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,18 +30,6 @@ func histogramCount(t *testing.T, labels ...string) uint64 {
 	m := &dto.Metric{}
 	require.NoError(t, admissionDuration.WithLabelValues(labels...).(prometheus.Histogram).Write(m))
 	return m.GetHistogram().GetSampleCount()
-}
-
-func decisionLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
-	for sc.Scan() {
-		m := map[string]any{}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
-		out = append(out, m)
-	}
-	return out
 }
 
 // TestDecisionMetricsAndLog: each decision is counted once, by result, with
@@ -76,7 +63,7 @@ func TestDecisionMetricsAndLog(t *testing.T) {
 	assert.Equal(t, jobDenied+1, histogramCount(t, webhookMutate, "CREATE", "Job", resultDenied))
 	assert.Equal(t, jobAllowed+1, histogramCount(t, webhookMutate, "CREATE", "Job", resultAllowed))
 
-	lines := decisionLines(t, &buf)
+	lines := fixtures.JSONLines(t, buf.Bytes())
 	require.Len(t, lines, 2, "one line per decision:\n%s", buf.String())
 	assert.Equal(t, deny.AuditAnnotations[AuditDecisionID], lines[0]["id"])
 	assert.Equal(t, "denied", lines[0]["result"])
@@ -99,7 +86,7 @@ func TestDecisionMetricsAndLog(t *testing.T) {
 	require.True(t, m.Handle(ctx, admissionRequest(t, admissionv1.Create, sweepPod, "", "job-controller")).Allowed)
 	assert.Equal(t, podAllowed+1, histogramCount(t, webhookMutate, "CREATE", "Pod", resultAllowed))
 	assert.Equal(t, decided, testutil.ToFloat64(decisions.WithLabelValues(webhookMutate, resultAllowed)), "a gang's pod is no decision")
-	assert.Len(t, decisionLines(t, &buf), 2, "a gang's pod writes no decision line")
+	assert.Len(t, fixtures.JSONLines(t, buf.Bytes()), 2, "a gang's pod writes no decision line")
 }
 
 // TestEvaluationErrorReasons: a failed decision is counted as an error
@@ -128,7 +115,7 @@ func TestEvaluationErrorReasons(t *testing.T) {
 			require.False(t, resp.Allowed)
 			assert.Equal(t, before+1, testutil.ToFloat64(evaluationErrors.WithLabelValues(tc.wantReason)))
 			assert.Equal(t, errorsBefore+1, testutil.ToFloat64(decisions.WithLabelValues(webhookValidate, resultError)))
-			lines := decisionLines(t, &buf)
+			lines := fixtures.JSONLines(t, buf.Bytes())
 			require.Len(t, lines, 1, "errors are logged even at sample rate 0")
 			assert.Equal(t, "error", lines[0]["result"])
 			assert.Contains(t, lines[0]["error"], tc.err.Error())
@@ -164,7 +151,7 @@ func TestReinvocationIsMarked(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, m.Handle(context.Background(), again).Allowed)
 
-	lines := decisionLines(t, &buf)
+	lines := fixtures.JSONLines(t, buf.Bytes())
 	require.Len(t, lines, 2)
 	assert.Equal(t, false, lines[0]["reinvocation"])
 	assert.Equal(t, true, lines[1]["reinvocation"])

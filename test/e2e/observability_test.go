@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -247,16 +245,11 @@ func keysOf[V any](m map[string]V) []string {
 
 func decisionLines(t *testing.T, raw []byte) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := map[string]any{}
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), "decision line %q", sc.Text())
+	lines := fixtures.JSONLines(t, raw)
+	for _, l := range lines {
 		require.Equal(t, decisionlog.Name, l["logger"])
-		out = append(out, l)
 	}
-	return out
+	return lines
 }
 
 // scrape GETs /metrics and parses it.

@@ -22,21 +22,6 @@ import (
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
-// writeBundle builds the default policies as a bundle of the given
-// revision and writes it to a file.
-func writeBundle(t *testing.T, revision string) string {
-	t.Helper()
-	b, err := bundles.Build(context.Background(), "../../policies", bundles.BuildOptions{Revision: revision})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), revision+".tar.gz")
-	if err := bundles.WriteFile(path, b); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // candidateDir copies the default policy directory and edits its
 // authority model (data.mandate.model), as someone trying a change would.
 func candidateDir(t *testing.T, edit func(model map[string]any)) string {
@@ -106,7 +91,7 @@ func metric(t *testing.T, url, sample string) float64 {
 // denial shows in Review.Shadow, in the metrics and in /bundle/status, with
 // both revisions.
 func TestShadowBundleIsNeverEnforced(t *testing.T) {
-	active := writeBundle(t, "active-r1")
+	active := fixtures.BundleFile(t, "../../policies", "active-r1")
 	// The candidate is a policy directory, as a policy author has it.
 	candidate := candidateDir(t, func(model map[string]any) {
 		tenants := model["tenants"].(map[string]any)

@@ -29,13 +29,12 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/topology/topologytest"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -190,15 +189,7 @@ func (h *harness) seed() {
 }
 
 func gpuPod(namespace, name, class string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: corev1.PodSpec{
-			PriorityClassName: class,
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example/x:1", Resources: corev1.ResourceRequirements{
-				Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
-			}}},
-		},
-	}
+	return topologytest.GPUPod(namespace, name, 1, topologytest.WithPriorityClass(class))
 }
 
 func (h *harness) create(ctx context.Context, pod *corev1.Pod, dryRun bool) error {

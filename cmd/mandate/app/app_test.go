@@ -23,10 +23,7 @@ import (
 
 func TestServerPolicyFromBundle(t *testing.T) {
 	ctx := context.Background()
-	b, err := bundles.Build(ctx, "../../../policies", bundles.BuildOptions{Revision: "b1"})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "bundle.tar.gz")
-	require.NoError(t, bundles.WriteFile(path, b))
+	path := fixtures.BundleFile(t, "../../../policies", "b1")
 	o := config.Default()
 	o.Bundle.Source = path
 
