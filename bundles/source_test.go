@@ -147,14 +147,25 @@ func TestHTTPSourceBacksOff(t *testing.T) {
 	defer ts.Close()
 	a := newActivator(t, bundles.ActivatorOptions{})
 	const interval = 10 * time.Millisecond
+	start := time.Now()
 	cancel := runSource(t, &bundles.HTTPSource{URL: ts.URL, Interval: interval, MaxBackoff: 80 * time.Millisecond, Activator: a})
-	time.Sleep(500 * time.Millisecond)
+	defer cancel()
+	// Wait for the sixth request: with backoff, the five failures before it
+	// were each followed by a delay of Backoff(interval, 80ms, failures) —
+	// 20, 40, 80, 80 and 80 ms; without it, 10 ms each. A busy machine only
+	// makes the wait longer, never shorter.
+	for srv.requests.Load() < 6 {
+		require.Less(t, time.Since(start), time.Minute, "the source stopped polling")
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel()
-	// Without backoff ~50 requests; with it 10, 20, 40, 80, 80…: about 9.
-	n := srv.requests.Load()
-	t.Logf("%d requests in 500ms", n)
-	assert.GreaterOrEqual(t, n, int64(3))
-	assert.LessOrEqual(t, n, int64(15))
+	elapsed := time.Since(start)
+	var minimum time.Duration
+	for failures := 1; failures <= 5; failures++ {
+		minimum += bundles.Backoff(interval, 80*time.Millisecond, failures)
+	}
+	t.Logf("6 requests in %v (backoff alone takes at least %v)", elapsed, minimum)
+	assert.GreaterOrEqual(t, elapsed, minimum)
 	assert.Nil(t, a.Current())
 }
 

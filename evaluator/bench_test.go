@@ -50,7 +50,10 @@ func loadReference(b *testing.B) *reference {
 		model := policy.Data["mandate"].(map[string]any)["model"].(map[string]any)
 		model["tenants"] = thousandTenants(len(namespaces))
 		ref.policy = policy
-		if ref.eval, err = evaluator.New(context.Background(), policy, evaluator.Options{}); err != nil {
+		// The evaluation deadline is a production safety net, not what a
+		// benchmark measures: a busy machine makes the numbers slower, it
+		// must not abort the run.
+		if ref.eval, err = evaluator.New(context.Background(), policy, evaluator.Options{Timeout: time.Minute}); err != nil {
 			b.Fatal(err)
 		}
 		if ref.state, err = cluster.New(ref.eval.Model()); err != nil {
@@ -249,13 +252,22 @@ func BenchmarkReference(b *testing.B) {
 		b.Fatalf("builtin placed in %v (fits %v), pure Rego in %v (fits %v)", got["domain"], got["fitsNow"], want["domain"], want["fitsNow"])
 	}
 	ratio := pure.nsPerOp / builtin.nsPerOp
-	fmt.Fprintf(os.Stdout, "placement, Rego calling mandate.placement: %9.1f µs/op %7.0f allocs/op (%d runs; target ≤ 50 µs)\n", builtin.nsPerOp/1e3, builtin.allocs, builtin.runs)
+	fmt.Fprintf(os.Stdout, "placement, Rego calling mandate.placement: %9.1f µs/op %7.0f allocs/op (%d runs; target ≤ 50 µs: %s)\n", builtin.nsPerOp/1e3, builtin.allocs, builtin.runs, verdict(builtin.nsPerOp <= 50e3))
 	fmt.Fprintf(os.Stdout, "placement, same best fit in pure Rego:     %9.1f µs/op %7.0f allocs/op (%d runs)\n", pure.nsPerOp/1e3, pure.allocs, pure.runs)
-	fmt.Fprintf(os.Stdout, "ratio %.0fx (target ≥ 500x); both placed the gang in %v\n", ratio, got["domain"])
-	fmt.Fprintf(os.Stdout, "full decision: mean %.1f µs/op, p50 %.1f µs, p99 %.1f µs (target p99 ≤ 1000 µs), %.0f allocs/op\n",
-		decision.nsPerOp/1e3, us(p50.Nanoseconds()), us(p99.Nanoseconds()), decision.allocs)
+	fmt.Fprintf(os.Stdout, "ratio %.0fx (target ≥ 500x: %s); both placed the gang in %v\n", ratio, verdict(ratio >= 500), got["domain"])
+	fmt.Fprintf(os.Stdout, "full decision: mean %.1f µs/op, p50 %.1f µs, p99 %.1f µs (target p99 ≤ 1000 µs: %s), %.0f allocs/op\n",
+		decision.nsPerOp/1e3, us(p50.Nanoseconds()), us(p99.Nanoseconds()), verdict(p99 <= time.Millisecond), decision.allocs)
 	b.ReportMetric(ratio, "x-ratio")
 	b.ReportMetric(us(p99.Nanoseconds()), "µs-p99-decision")
+}
+
+// verdict says whether a target was met; a benchmark reports a miss, it
+// does not fail on it.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "missed"
 }
 
 func decisionPercentiles(b *testing.B, r *reference, n int) (p50, p99 time.Duration) {

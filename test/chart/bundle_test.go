@@ -170,7 +170,7 @@ func TestTemplateBundle(t *testing.T) {
 func TestApplyBundle(t *testing.T) {
 	objs := render(t, release, namespace, bundleValues...)
 	env := envtest.Start(t, envtest.WithCertManagerCRDs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(time.Minute))
 	defer cancel()
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: namespace, Name: name} }
@@ -202,7 +202,7 @@ func TestApplyBundle(t *testing.T) {
 // serve --help`: a renamed flag would otherwise only fail in a cluster.
 func TestChartFlagsExist(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "mandate")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(5*time.Minute))
 	defer cancel()
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mandate")
 	build.Dir = repoRoot(t)

@@ -326,7 +326,7 @@ func TestApply(t *testing.T) {
 	defaults := render(t, release, namespace)
 	other := render(t, "other", "other-system", nonDefault...)
 	env := envtest.Start(t, envtest.WithCertManagerCRDs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(time.Minute))
 	defer cancel()
 
 	for _, ns := range []string{namespace, "other-system"} {
@@ -561,7 +561,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("helm not found at %s: %s", bin, assetsInstruction)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = root

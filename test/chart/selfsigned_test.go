@@ -101,7 +101,7 @@ func TestTemplateSelfSigned(t *testing.T) {
 func TestApplySelfSigned(t *testing.T) {
 	objs := render(t, release, namespace, selfSignedValues...)
 	env := envtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(time.Minute))
 	defer cancel()
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
 	var last []*unstructured.Unstructured

@@ -48,7 +48,7 @@ spec:
 	pg.SetAPIVersion("scheduling.volcano.sh/v1beta1")
 	pg.SetKind("PodGroup")
 	key := client.ObjectKey{Namespace: "llm", Name: scheduler.PodGroupName(w)}
-	waitFor(t, 20*time.Second, "the PodGroup of the admitted Job", func() bool {
+	envtest.WaitFor(t, 20*time.Second, "the PodGroup of the admitted Job", func() bool {
 		return s.env.Client.Get(ctx, key, pg) == nil
 	})
 	minMember, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
@@ -63,7 +63,7 @@ spec:
 	if err := s.env.Client.Delete(ctx, job, client.PropagationPolicy("Background")); err != nil {
 		t.Fatalf("delete job: %v", err)
 	}
-	waitFor(t, 30*time.Second, "the PodGroup to be garbage-collected with its Job", func() bool {
+	envtest.WaitFor(t, 30*time.Second, "the PodGroup to be garbage-collected with its Job", func() bool {
 		return apierrors.IsNotFound(s.env.Client.Get(ctx, key, pg))
 	})
 }

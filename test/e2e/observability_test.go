@@ -203,7 +203,7 @@ type auditEvent struct {
 func auditedDecisions(t *testing.T, env *envtest.Env, want int) map[string]auditEvent {
 	t.Helper()
 	var out map[string]auditEvent
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d decided creates in the audit log", want), func() bool {
+	envtest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d decided creates in the audit log", want), func() bool {
 		out = map[string]auditEvent{}
 		events, err := env.AuditedCreates()
 		require.NoError(t, err)

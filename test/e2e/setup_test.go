@@ -111,7 +111,7 @@ func startWith(t *testing.T, so startOptions) *suite {
 			t.Errorf("webhook server: %v", err)
 		}
 	})
-	waitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return s.probe("/readyz") == http.StatusOK })
+	envtest.WaitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return s.probe("/readyz") == http.StatusOK })
 	return s
 }
 
@@ -123,17 +123,6 @@ func (s *suite) probe(path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // populate creates 8 GPU nodes (one leaf block) and the tenant namespaces,
@@ -159,7 +148,7 @@ func (s *suite) populate(t *testing.T) {
 			t.Fatalf("create namespace %s: %v", ns, err)
 		}
 	}
-	waitFor(t, 20*time.Second, "the cluster state to see the nodes and namespaces", func() bool {
+	envtest.WaitFor(t, 20*time.Second, "the cluster state to see the nodes and namespaces", func() bool {
 		fit, err := s.srv.State.Snapshot().Place(topology.Request{Pods: nodes, GPUsPerPod: 8, Resource: "nvidia.com/gpu", RequiredLevel: "block"})
 		if err != nil || !fit.FitsNow {
 			return false

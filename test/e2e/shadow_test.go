@@ -19,6 +19,7 @@ import (
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
@@ -111,7 +112,7 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	metrics := "http://" + metricsAddr + "/metrics"
 	const deniedSample = `mandate_shadow_differences_total{kind="allowed_to_denied"}`
 	const differentSample = `mandate_shadow_decisions_total{agreement="different"}`
-	waitFor(t, 10*time.Second, "the metrics server", func() bool {
+	envtest.WaitFor(t, 10*time.Second, "the metrics server", func() bool {
 		resp, err := http.Get(metrics)
 		if err == nil {
 			resp.Body.Close()

@@ -57,7 +57,7 @@ func TestStagedEnforcement(t *testing.T) {
 			if stage != evaluator.EnforceDryRun {
 				publishStage(t, bundlePath, stage)
 			}
-			waitFor(t, 30*time.Second, "revision "+stageRevision(stage)+" to activate", func() bool {
+			envtest.WaitFor(t, 30*time.Second, "revision "+stageRevision(stage)+" to activate", func() bool {
 				return s.srv.Activator.Status().Revision == stageRevision(stage)
 			})
 			// What the active revision decides, as a dry run (nothing reserved).
@@ -113,7 +113,7 @@ func TestStagedEnforcement(t *testing.T) {
 			if err := c.Delete(ctx, obj); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
-			waitFor(t, 10*time.Second, "the PyTorchJob to be gone", func() bool {
+			envtest.WaitFor(t, 10*time.Second, "the PyTorchJob to be gone", func() bool {
 				return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(obj), object(t, visionUrgent)))
 			})
 		})
@@ -164,7 +164,7 @@ func findViolation(t *testing.T, d evaluator.Decision, stage, code string) evalu
 func auditAnnotations(t *testing.T, env *envtest.Env, obj client.Object) map[string]string {
 	t.Helper()
 	var found map[string]string
-	waitFor(t, 10*time.Second, "the audit event of the create", func() bool {
+	envtest.WaitFor(t, 10*time.Second, "the audit event of the create", func() bool {
 		events, err := env.AuditedCreates()
 		if err != nil {
 			t.Fatal(err)

@@ -80,7 +80,7 @@ func serveAnnotatingWebhook(t *testing.T, env *envtest.Env) {
 		}
 	})
 	started := srv.StartedChecker()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(30 * time.Second))
 	for started(nil) != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("webhook server not serving: %v", started(nil))
@@ -136,7 +136,7 @@ func TestAuditLog(t *testing.T) {
 		"/pods/dry":                   "default/dry",
 	}
 	var got map[string]envtest.AuditEvent
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(10 * time.Second))
 	for len(got) < len(want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("audited creates = %v after 10s, want %d", got, len(want))

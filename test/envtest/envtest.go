@@ -42,7 +42,12 @@ const (
 	certManagerCRDs   = assetsDir + "/crds/cert-manager"
 	assetsInstruction = "run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root"
 
-	defaultStartTimeout = time.Minute
+	// defaultStartTimeout bounds etcd's and kube-apiserver's start, and
+	// defaultCRDTimeout the wait for the CRDs to be served (envtest's own
+	// default, 10s, is too short for a busy 2-core machine); both scaled
+	// by TimeoutScaleEnv.
+	defaultStartTimeout = 2 * time.Minute
+	defaultCRDTimeout   = 2 * time.Minute
 )
 
 // Env is a running API server. It is stopped by t.Cleanup (Start) or by the
@@ -122,7 +127,8 @@ func WithAPIServerArg(name, value string) Option {
 }
 
 // WithStartTimeout bounds how long etcd and kube-apiserver may each take to
-// start (default one minute, or $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
+// start (default two minutes scaled by $MANDATE_TEST_TIMEOUT_SCALE, or
+// $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
 }

@@ -21,7 +21,7 @@ const (
 	// once its monitors have synced and it deletes dependents.
 	gcReadyLine = "Proceeding to collect garbage"
 
-	defaultGCStartTimeout = time.Minute
+	defaultGCStartTimeout = 2 * time.Minute
 )
 
 // StartGarbageCollector runs kube-controller-manager's garbage collector (and
@@ -86,8 +86,8 @@ func StartGarbageCollector(t testing.TB, env *Env) {
 	case err := <-exited:
 		exited <- err // for the cleanup
 		t.Fatalf("envtest: %s exited before the garbage collector started: %v\n%s", controllerManager, err, out.String())
-	case <-time.After(defaultGCStartTimeout):
-		t.Fatalf("envtest: the garbage collector did not start within %s", defaultGCStartTimeout)
+	case <-time.After(Timeout(defaultGCStartTimeout)):
+		t.Fatalf("envtest: the garbage collector did not start within %s (raise %s on a slow machine)", Timeout(defaultGCStartTimeout), TimeoutScaleEnv)
 	}
 }
 

@@ -39,7 +39,7 @@ func TestStartGarbageCollector(t *testing.T) {
 	if err := env.Client.Delete(ctx, owner, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatalf("Delete(owner) error = %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(30 * time.Second))
 	for {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dependent), &corev1.ConfigMap{})
 		if apierrors.IsNotFound(err) {

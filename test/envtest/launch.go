@@ -49,13 +49,14 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     crenvtest.CRDInstallOptions{MaxTime: Timeout(defaultCRDTimeout)},
 		// This helper is about a throwaway API server: never install CRDs
 		// into whatever cluster USE_EXISTING_CLUSTER would point at.
 		UseExistingCluster:       ptr.To(false),
 		ControlPlaneStartTimeout: o.startTimeout,
 	}
 	if ce.ControlPlaneStartTimeout == 0 && os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		ce.ControlPlaneStartTimeout = defaultStartTimeout
+		ce.ControlPlaneStartTimeout = Timeout(defaultStartTimeout)
 	}
 	if o.webhooks != nil {
 		ce.WebhookInstallOptions = *o.webhooks

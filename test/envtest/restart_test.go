@@ -23,11 +23,25 @@ func TestRestartAPIServer(t *testing.T) {
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- env.RestartAPIServer(2 * time.Second) }()
-	time.Sleep(time.Second)
-	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	if err := env.Client.Get(short, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err == nil {
-		t.Errorf("Get() while the API server is stopped succeeded, want an error")
+	// Poll until a read fails: the API server is down. The restart must
+	// not have completed without a failed read in between.
+	unreachable := func() bool {
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		return env.Client.Get(short, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) != nil
+	}
+	var restartErr error
+	restarted := false
+	for !unreachable() {
+		select {
+		case restartErr = <-errs:
+			restarted = true
+		default:
+		}
+		if restarted {
+			t.Fatalf("the API server restarted (error %v) without a read failing while it was stopped", restartErr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if err := <-errs; err != nil {
 		t.Fatalf("RestartAPIServer() error = %v", err)

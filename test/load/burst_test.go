@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/test/envtest"
 )
 
 const podsPerTenant = 100
@@ -31,7 +32,7 @@ func (h *harness) createPods(workers int, jobs <-chan int, pod func(i int) *core
 			for i := range jobs {
 				p := pod(i)
 				start := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(10*time.Second))
 				err := h.env.Client.Create(ctx, p)
 				cancel()
 				done(p, start, time.Now(), err)

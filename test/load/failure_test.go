@@ -37,7 +37,7 @@ import (
 // createPod creates pod for real and returns the stored object.
 func (h *harness) createPod(pod *corev1.Pod) (*corev1.Pod, error) {
 	pod = pod.DeepCopy()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(10*time.Second))
 	defer cancel()
 	return pod, h.env.Client.Create(ctx, pod)
 }

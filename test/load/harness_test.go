@@ -175,7 +175,7 @@ func (h *harness) seed() {
 	for i := range 20 {
 		require.NoError(h.t, fixtures.CreateNode(ctx, c, fixtures.H100Node(fmt.Sprintf("gpu-%02d", i), fmt.Sprintf("b%d", i/8), fmt.Sprintf("c%d", i/4))))
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(30 * time.Second))
 	for {
 		err := h.create(ctx, gpuPod("team-0", "probe", "train"), true)
 		if err == nil {
@@ -197,7 +197,7 @@ func (h *harness) create(ctx context.Context, pod *corev1.Pod, dryRun bool) erro
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, envtest.Timeout(10*time.Second))
 	defer cancel()
 	return h.env.Client.Create(ctx, pod.DeepCopy(), opts...)
 }

@@ -199,7 +199,7 @@ func TestBundleHotSwapUnderLoad(t *testing.T) {
 func auditAnnotations(t *testing.T, env *envtest.Env, prefix string, want int) map[string]map[string]string {
 	t.Helper()
 	var got map[string]map[string]string
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(30 * time.Second))
 	for {
 		got = map[string]map[string]string{}
 		events, err := env.AuditedCreates()

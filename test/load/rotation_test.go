@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/mandate-dev/mandate/certs"
+	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -137,7 +138,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	_, err = rot.Sync(ctx)
 	require.NoError(t, err)
 	waitServed(t, servingAddr, hooks.LocalServingCertDir)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(30 * time.Second))
 	for {
 		err := h.create(ctx, gpuPod("team-0", "rotation-probe", "build"), true)
 		if err == nil {

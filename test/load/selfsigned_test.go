@@ -20,6 +20,7 @@ import (
 
 	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -56,7 +57,7 @@ func TestSelfSignedServe(t *testing.T) {
 	require.NoError(t, certs.Verify(served, ca.Cert, []string{hooks.LocalServingHost, "mandate.mandate-system.svc"}, time.Now()))
 
 	// The API server calls the webhooks over TLS with the new caBundle.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(envtest.Timeout(30 * time.Second))
 	var createErr error
 	for time.Now().Before(deadline) {
 		if createErr = h.create(ctx, gpuPod("team-3", "selfsigned", "build"), false); createErr == nil {
