@@ -189,7 +189,7 @@ func (s *HTTPSource) client() (*http.Client, error) {
 // ETag of a fetched bundle is remembered whether or not it activates, so a
 // rejected bundle is not downloaded again until the server's changes.
 func (s *HTTPSource) Poll(ctx context.Context) error {
-	return s.Activator.sourceFailed(s.URL, s.poll(ctx))
+	return s.Activator.sourceFailed(RedactURL(s.URL), s.poll(ctx))
 }
 
 func (s *HTTPSource) poll(ctx context.Context) error {
@@ -197,9 +197,10 @@ func (s *HTTPSource) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	shown := RedactURL(s.URL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
-		return fmt.Errorf("bundle URL %q: %w", s.URL, err)
+		return fmt.Errorf("bundle URL %q: %w", shown, redactError(err))
 	}
 	if s.etag != "" {
 		req.Header.Set("If-None-Match", s.etag)
@@ -217,7 +218,7 @@ func (s *HTTPSource) poll(ctx context.Context) error {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("unable to fetch bundle %s: %w", s.URL, err)
+		return fmt.Errorf("unable to fetch bundle %s: %w", shown, redactError(err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -225,11 +226,11 @@ func (s *HTTPSource) poll(ctx context.Context) error {
 		return nil
 	case resp.StatusCode != http.StatusOK:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("unable to fetch bundle %s: %s", s.URL, resp.Status)
+		return fmt.Errorf("unable to fetch bundle %s: %s", shown, resp.Status)
 	}
 	path, digest, err := download(resp.Body)
 	if err != nil {
-		return fmt.Errorf("unable to fetch bundle %s: %w", s.URL, err)
+		return fmt.Errorf("unable to fetch bundle %s: %w", shown, err)
 	}
 	defer os.RemoveAll(filepath.Dir(path))
 	s.etag = resp.Header.Get("ETag")
@@ -238,7 +239,7 @@ func (s *HTTPSource) poll(ctx context.Context) error {
 		// same bundle on every poll: it is already active.
 		return nil
 	}
-	if err := s.Activator.activateFile(ctx, path, s.URL, s.Activator.opts.PersistDir != ""); err != nil {
+	if err := s.Activator.activateFile(ctx, path, shown, s.Activator.opts.PersistDir != ""); err != nil {
 		return err
 	}
 	s.activated = digest

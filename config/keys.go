@@ -89,7 +89,7 @@ var Keys = []Key{
 		Usage: "fraction (0-1) of clean allowed decisions logged; denials, errors, warned or dry-run violations and shadow differences always are"},
 	{Name: "decisionLog.includeObject", Kind: "a boolean", Env: []string{"MANDATE_DECISION_LOG_INCLUDE_OBJECT"}, Type: "true or false",
 		Default: false, Flag: "decision-log-include-object",
-		Usage: "add the submitted object to decision lines, with env values, args, commands and annotation values redacted"},
+		Usage: "add the submitted object to decision lines, redacted by allow-list (no env values, args, commands, probes, volume sources or annotation values)"},
 	{Name: "certs.mode", Kind: "a string", Env: []string{"MANDATE_CERTS_MODE"}, Type: `"files" or "selfSigned"`,
 		Default: CertsFiles, Flag: "certs-mode",
 		Usage: "serving certificate: \"files\" (tls.crt and tls.key of --cert-dir, e.g. from cert-manager) or \"selfSigned\" (Mandate's own rotating CA; see docs/certificates.md)"},

@@ -144,10 +144,12 @@ func (b Bundle) validateHTTP() []error {
 func validateSource(key, source string) []error {
 	if u, err := url.Parse(source); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		if u.Host == "" {
-			return []error{fieldErr(key, "%q has no host (a bundle file or directory, or an http(s) URL)", source)}
+			// The value is not repeated: a URL may carry credentials.
+			return []error{fieldErr(key, "the URL has no host (a bundle file or directory, or an http(s) URL)")}
 		}
 	} else if strings.Contains(source, "://") {
-		return []error{fieldErr(key, "%q: only http and https URLs are supported (or a bundle file or directory)", source)}
+		scheme, _, _ := strings.Cut(source, "://")
+		return []error{fieldErr(key, "%s:// URLs are not supported: only http and https (or a bundle file or directory)", scheme)}
 	}
 	return nil
 }

@@ -210,3 +210,41 @@ func TestIncludeObjectRedacts(t *testing.T) {
 		assert.False(t, strings.Contains(buf.String(), secretToken))
 	})
 }
+
+// TestRedactDropsEverySecretCarrier: fields the decision log never needs
+// and that can carry secrets — probes with their headers and paths,
+// lifecycle hooks, volume sources such as iSCSI, env values — are dropped
+// by the allow-list, at every depth and in every role of a multi-role
+// kind, while what the policies read stays.
+func TestRedactDropsEverySecretCarrier(t *testing.T) {
+	var obj map[string]any
+	pod := `{"containers":[{"name":"c","image":"trainer:1",
+	   "livenessProbe":{"httpGet":{"path":"/health?token=` + secretToken + `","httpHeaders":[{"name":"Authorization","value":"Bearer ` + secretToken + `"}]}},
+	   "lifecycle":{"postStart":{"exec":{"command":["login","` + secretToken + `"]}}},
+	   "env":[{"name":"TOKEN","value":"` + secretToken + `"}],
+	   "resources":{"limits":{"nvidia.com/gpu":"8"}}}],
+	 "volumes":[{"name":"data","iscsi":{"targetPortal":"10.0.0.1","iqn":"iqn.2026-01.example:` + secretToken + `","chapAuthSession":true}}],
+	 "imagePullSecrets":[{"name":"` + secretToken + `"}],
+	 "schedulerName":"volcano","priorityClassName":"train",
+	 "nodeSelector":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3"}}`
+	raw := `{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"p","namespace":"llm"},
+	 "spec":{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":{"spec":` + pod + `}},"Worker":{"replicas":3,"template":{"spec":` + pod + `}}}}}`
+	require.NoError(t, json.Unmarshal([]byte(raw), &obj))
+	out, err := json.Marshal(decisionlog.Redact(obj))
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), secretToken)
+
+	got := decisionlog.Redact(obj)
+	for _, role := range []string{"Master", "Worker"} {
+		spec := got["spec"].(map[string]any)["pytorchReplicaSpecs"].(map[string]any)[role].(map[string]any)
+		podSpec := spec["template"].(map[string]any)["spec"].(map[string]any)
+		assert.Equal(t, "volcano", podSpec["schedulerName"], role)
+		assert.Equal(t, "train", podSpec["priorityClassName"], role)
+		assert.Equal(t, map[string]any{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, podSpec["nodeSelector"], role)
+		assert.NotContains(t, podSpec, "volumes", role)
+		c := podSpec["containers"].([]any)[0].(map[string]any)
+		assert.Equal(t, map[string]any{"name": "c", "image": "trainer:1", "env": []any{map[string]any{"name": "TOKEN"}},
+			"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "8"}}}, c, role)
+	}
+	assert.EqualValues(t, 3, got["spec"].(map[string]any)["pytorchReplicaSpecs"].(map[string]any)["Worker"].(map[string]any)["replicas"])
+}
