@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +41,33 @@ func TestWebhooks(t *testing.T) {
 			if got := s.probe(path); got != http.StatusOK {
 				t.Errorf("GET %s = %d, want 200", path, got)
 			}
+		}
+	})
+
+	t.Run("the webhook server offers only AEAD cipher suites", func(t *testing.T) {
+		wio := s.env.Environment.WebhookInstallOptions
+		addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
+		dial := func(c *tls.Config) error {
+			conn, err := tls.Dial("tcp", addr, c)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		}
+		cbc := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, //nolint:gosec // probing the server's suites
+			CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA,
+				tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256, tls.TLS_RSA_WITH_AES_128_GCM_SHA256}}
+		if err := dial(cbc); err == nil {
+			t.Error("a TLS 1.2 client offering only CBC and RSA key-exchange suites was served")
+		}
+		old := &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11} //nolint:gosec // probing the server's versions
+		if err := dial(old); err == nil {
+			t.Error("a TLS 1.1 client was served")
+		}
+		aead := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, //nolint:gosec // probing the server's suites
+			CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}
+		if err := dial(aead); err != nil {
+			t.Errorf("a TLS 1.2 AEAD client was refused: %v", err)
 		}
 	})
 

@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -87,7 +88,8 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		HealthProbeBindAddress: c.HealthAddr,
 		Metrics: metricsserver.Options{BindAddress: c.MetricsAddr,
 			ExtraHandlers: map[string]http.Handler{bundles.StatusPath: bundles.StatusHandler(s.BundleStatus)}},
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir}),
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
+			TLSOpts: []func(*tls.Config){webhook.SecureTLS}}),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unable to set up the manager: %w", err)
