@@ -19,6 +19,10 @@ type Serve struct {
 	HealthAddr string `json:"healthAddr" yaml:"healthAddr" mapstructure:"healthAddr"`
 	// MetricsAddr serves /metrics; "0" disables it.
 	MetricsAddr string `json:"metricsAddr" yaml:"metricsAddr" mapstructure:"metricsAddr"`
+	// MetricsAuth serves /metrics and /bundle/status over HTTPS, only to
+	// clients the API server authenticates and authorises (get on the
+	// path as a non-resource URL).
+	MetricsAuth bool `json:"metricsAuth" yaml:"metricsAuth" mapstructure:"metricsAuth"`
 	// Policies is a policy directory; the embedded default authority model
 	// when empty.
 	Policies string `json:"policies" yaml:"policies" mapstructure:"policies"`

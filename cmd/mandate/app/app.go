@@ -26,6 +26,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -86,8 +87,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		// kind); a process runs one manager, but tests start several.
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		HealthProbeBindAddress: c.HealthAddr,
-		Metrics: metricsserver.Options{BindAddress: c.MetricsAddr,
-			ExtraHandlers: map[string]http.Handler{bundles.StatusPath: bundles.StatusHandler(s.BundleStatus)}},
+		Metrics:                metricsOptions(c, s.BundleStatus),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
 			TLSOpts: []func(*tls.Config){webhook.SecureTLS}}),
 	})
@@ -128,6 +128,21 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		return nil, fmt.Errorf("unable to set up the gang controller: %w", err)
 	}
 	return s, nil
+}
+
+// metricsOptions serve /metrics and the bundle status on c.MetricsAddr;
+// with metricsAuth over HTTPS (AEAD suites only), to clients the API
+// server authenticates (TokenReview) and authorises (SubjectAccessReview
+// of get on the path).
+func metricsOptions(c config.Serve, status func() bundles.ServingStatus) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: c.MetricsAddr,
+		ExtraHandlers: map[string]http.Handler{bundles.StatusPath: bundles.StatusHandler(status)}}
+	if c.MetricsAuth {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.TLSOpts = []func(*tls.Config){webhook.SecureTLS}
+	}
+	return o
 }
 
 // Start runs the manager until ctx ends.
