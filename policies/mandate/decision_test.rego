@@ -4,26 +4,38 @@ import data.mandate
 import data.mandate.testing
 
 test_clean_workload_is_allowed if {
-	d := mandate.decision with input as testing.input_for("research-llm", testing.gang(3, 8)) with data.mandate.model as testing.model
+	inp := testing.input_for("lab-a", testing.gang(3, 8))
+	d := mandate.decision with input as inp with data.mandate.model as testing.model
 		with data.mandate.cluster as testing.cluster
 	d.allowed
 	d.violations == []
+	d.warned == []
+	d.dryrun == []
 	d.warnings == []
-	explained := mandate.explanations with input as testing.input_for("research-llm", testing.gang(3, 8)) with data.mandate.model as testing.model
+	d.directives.scheduler == "volcano"
+	explained := mandate.explanations with input as inp with data.mandate.model as testing.model
 		with data.mandate.cluster as testing.cluster
 	[e.dimension | some e in explained] == ["tenancy", "priority", "quota", "topology", "preemption"]
+	{e.verdict | some e in explained} == {"ok"}
 }
 
+# Over its tier, its ceiling and any block: every dimension that objects says
+# so. Beyond its guarantee as well, which only warns.
+_everything_wrong := testing.input_for("lab-b", object.union(testing.gang(16, 8), {"priorityClass": "critical"}))
+
 test_denied_workload_lists_every_violation if {
-	inp := testing.input_for("research-vision", object.union(testing.gang(16, 8), {"priorityClass": "inference"}))
-	d := mandate.decision with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	d := mandate.decision with input as _everything_wrong with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	not d.allowed
-	{v.code | some v in d.violations} == {"PRIORITY_NOT_ALLOWED", "QUOTA_EXCEEDS_CEILING", "TOPOLOGY_NEVER_FITS"}
+	testing.codes(d.violations) == {"PRIORITY_NOT_ALLOWED", "QUOTA_EXCEEDS_CEILING", "TOPOLOGY_NEVER_FITS"}
 	{v.dimension | some v in d.violations} == {"priority", "quota", "topology"}
+	{v.enforcement | some v in d.violations} == {"deny"}
+	[w | some w in d.warnings; startswith(w, "non-preemptible work may only use guaranteed GPUs")] != []
 }
 
 test_unknown_tenant_denied_with_tenancy_only if {
-	d := mandate.decision with input as testing.input_for("nobody", {}) with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	d := mandate.decision with input as testing.input_for("nobody", {}) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	not d.allowed
 	[v.code | some v in d.violations] == ["TENANT_UNKNOWN"]
 	d.directives == {}
@@ -31,11 +43,11 @@ test_unknown_tenant_denied_with_tenancy_only if {
 
 # Staged enforcement: the same workload (a class above its tenant's tiers)
 # under each action of PRIORITY_NOT_ALLOWED.
-_above_tier := testing.input_for("research-vision", {"priorityClass": "build"})
+_above_tier := testing.input_for("lab-b", {"priorityClass": "standard"})
 
 test_deny_stage_denies if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-		with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": "deny"}
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+		with data.mandate.model as testing.staged({"PRIORITY_NOT_ALLOWED": "deny"})
 	not d.allowed
 	[[v.code, v.enforcement] | some v in d.violations] == [["PRIORITY_NOT_ALLOWED", "deny"]]
 	d.warned == []
@@ -44,19 +56,19 @@ test_deny_stage_denies if {
 }
 
 test_warn_stage_admits_with_the_warning if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-		with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": "warn"}
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+		with data.mandate.model as testing.staged({"PRIORITY_NOT_ALLOWED": "warn"})
 	d.allowed
 	d.violations == []
 	[[v.code, v.enforcement] | some v in d.warned] == [["PRIORITY_NOT_ALLOWED", "warn"]]
 	d.dryrun == []
 	d.warnings == [concat(": ", ["PRIORITY_NOT_ALLOWED", d.warned[0].message])]
-	d.directives.priorityClass == "build"
+	d.directives.priorityClass == "standard"
 }
 
 test_dryrun_stage_admits_silently if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-		with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": "dryrun"}
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+		with data.mandate.model as testing.staged({"PRIORITY_NOT_ALLOWED": "dryrun"})
 	d.allowed
 	d.violations == []
 	d.warned == []
@@ -65,18 +77,17 @@ test_dryrun_stage_admits_silently if {
 }
 
 test_dimension_stage_leaves_other_dimensions_denying if {
-	inp := testing.input_for("research-vision", object.union(testing.gang(16, 8), {"priorityClass": "inference"}))
-	d := mandate.decision with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-		with data.mandate.model.enforcement as {"quota": "warn", "topology": "dryrun", "TOPOLOGY_NEVER_FITS": "warn"}
+	d := mandate.decision with input as _everything_wrong with data.mandate.cluster as testing.cluster
+		with data.mandate.model as testing.staged({"quota": "warn", "topology": "dryrun", "TOPOLOGY_NEVER_FITS": "warn"})
 	not d.allowed
 	[v.code | some v in d.violations] == ["PRIORITY_NOT_ALLOWED"]
-	{v.code | some v in d.warned} == {"QUOTA_EXCEEDS_CEILING", "TOPOLOGY_NEVER_FITS"}
+	testing.codes(d.warned) == {"QUOTA_EXCEEDS_CEILING", "TOPOLOGY_NEVER_FITS"}
 	d.dryrun == []
 }
 
 test_unknown_stage_denies_and_warns_about_the_entry if {
-	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-		with data.mandate.model.enforcement as {"priority": "dryrun", "PRIORITY_NOT_ALLOWED": "Warn"}
+	d := mandate.decision with input as _above_tier with data.mandate.cluster as testing.cluster
+		with data.mandate.model as testing.staged({"priority": "dryrun", "PRIORITY_NOT_ALLOWED": "Warn"})
 	not d.allowed
 	[[v.code, v.enforcement] | some v in d.violations] == [["PRIORITY_NOT_ALLOWED", "deny"]]
 	[w | some w in d.warnings; contains(w, `enforcement "Warn" of "PRIORITY_NOT_ALLOWED"`)] != []
@@ -85,8 +96,8 @@ test_unknown_stage_denies_and_warns_about_the_entry if {
 test_explanation_verdict_follows_the_stage if {
 	verdicts := {stage: v |
 		some stage in ["deny", "warn", "dryrun"]
-		explained := mandate.explanations with input as _above_tier with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-			with data.mandate.model.enforcement as {"PRIORITY_NOT_ALLOWED": stage}
+		explained := mandate.explanations with input as _above_tier with data.mandate.cluster as testing.cluster
+			with data.mandate.model as testing.staged({"PRIORITY_NOT_ALLOWED": stage})
 		some e in explained
 		e.dimension == "priority"
 		v := e.verdict

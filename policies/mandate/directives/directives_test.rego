@@ -4,34 +4,46 @@ import data.mandate.directives
 import data.mandate.testing
 
 test_volcano_tenant_directives if {
-	d := directives.directives with input as testing.input_for("research-llm", testing.gang(8, 8)) with data.mandate.model as testing.model
+	d := directives.directives with input as testing.input_for("lab-a", testing.gang(8, 8)) with data.mandate.model as testing.model
 	d.scheduler == "volcano"
-	d.queue == "research-llm"
-	d.priorityClass == "train"
+	d.queue == "lab-a-queue"
+	d.priorityClass == "scavenger"
 	d.preemptible == true
 	d.gangMin == 8
 	d.requiredLevel == "block"
 	d.requiredLabel == "mandate.dev/leaf-block"
 	d.requiredTier == 2
 	d.preferredLevel == "clique"
+	d.preferredLabel == "nvidia.com/gpu.clique"
 	d.preferredTier == 1
-	d.topologyName == "helix-fabric"
-	d.labels == {"mandate.dev/tenant": "research-llm"}
+	d.topologyName == "fixture-fabric"
+	d.labels == {"mandate.dev/tenant": "lab-a"}
+	d.annotations == {"mandate.dev/class": "training"}
 }
 
 test_kai_tenant_directives if {
-	d := directives.directives with input as testing.input_for("product", {"class": "inference", "gpusPerPod": 1, "totalGPUs": 1}) with data.mandate.model as testing.model
+	d := directives.directives with input as testing.input_for("svc", {"class": "inference", "gpusPerPod": 1, "totalGPUs": 1})
+		with data.mandate.model as testing.model
 	d.scheduler == "kai"
-	d.queue == "product"
-	d.priorityClass == "inference"
+	d.queue == "svc"
+	d.priorityClass == "critical"
 	d.preemptible == false
 	d.requiredLevel == "node"
 	d.preferredLevel == ""
 	d.preferredLabel == ""
+	d.annotations == {"mandate.dev/class": "inference", "mandate.dev/may-preempt": "scavenger,spot"}
+}
+
+test_no_scheduler_in_the_chain_means_default if {
+	d := directives.directives with input as testing.input_for("ops", {"class": "batch"}) with data.mandate.model as testing.model
+	d.scheduler == "default"
+	d.queue == "ops"
+	d.priorityClass == "spot"
 }
 
 test_cpu_only_work_gets_no_topology if {
-	d := directives.directives with input as testing.input_for("platform", {"gpusPerPod": 0, "totalGPUs": 0, "gpuResource": ""}) with data.mandate.model as testing.model
+	d := directives.directives with input as testing.input_for("ops", {"gpusPerPod": 0, "totalGPUs": 0, "gpuResource": ""})
+		with data.mandate.model as testing.model
 	d.requiredLevel == ""
 	d.topologyName == ""
 }

@@ -3,7 +3,8 @@
 # description: |
 #   Which work may be preempted: preemptible tiers always, and work the quota
 #   rules turned preemptible because it goes beyond a guarantee. Tenants
-#   cannot exempt themselves with scheduler keys of their own; gangs are
+#   cannot exempt themselves with scheduler keys of their own (which the Go
+#   normaliser reports as input.workload.requestedPreemptible); gangs are
 #   preempted whole; each tier may preempt only the tiers the model lists.
 package mandate.preemption
 
@@ -24,17 +25,30 @@ preemptible_flag if {
 # The tiers this workload's tier may preempt.
 may_preempt := object.get(model.preemption.mayPreempt, lib.effective_class, [])
 
-# A workload that asks, through a scheduler's own key, not to be preempted
-# (the normaliser reports it as requestedPreemptible: false and names the
-# key=value in requestedPreemptibleBy) while the model makes it preemptible.
+# A workload may ask its scheduler, through the scheduler's own key on the
+# submitted object, not to be preempted. The Go normaliser reads those keys,
+# so Rego knows no scheduler's key names: input.workload.requestedPreemptible
+# is present only when the workload asks for a preemptibility itself (false:
+# it asks to be non-preemptible), and input.workload.requestedPreemptibleBy
+# names the key and value it set ("<key>=<value>"). Only the model grants
+# exemptions.
 deny contains v if {
 	preemptible_flag
 	input.workload.requestedPreemptible == false
 	v := lib.violation("PREEMPTION_SELF_EXEMPT", "preemption", sprintf(
 		"the workload sets %s itself, but the authority model makes %s work of tenant %s preemptible; remove the key (only the model grants exemptions)",
-		[input.workload.requestedPreemptibleBy, lib.effective_class, lib.tenant],
+		[_requested_by, lib.effective_class, lib.tenant],
 	))
 }
+
+# _requested_by is the key=value by which the workload asked not to be
+# preempted; a description when the normaliser did not name it, so the
+# denial never depends on the name.
+_requested_by := by if {
+	by := input.workload.requestedPreemptibleBy
+	is_string(by)
+	by != ""
+} else := "a non-preemptible scheduler key"
 
 # Gangs are preempted whole: the scheduler sees one gang of this many pods.
 gang_min := lib.gang_size if {

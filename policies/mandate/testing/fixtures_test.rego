@@ -1,8 +1,9 @@
 # METADATA
 # description: |
-#   Fixtures shared by the policy tests: an admission input builder and a
-#   small cluster in the shape mandate.placement accepts inline. It lives in a
-#   _test.rego file so it never ships in a bundle.
+#   Fixtures shared by the policy tests: an admission input builder, a small
+#   cluster in the shape mandate.placement accepts inline and (in
+#   model_test.rego) a small authority model to mock data.mandate.model with.
+#   They live in _test.rego files so they never ship in a bundle.
 package mandate.testing
 
 h100 := "NVIDIA-H100-80GB-HBM3"
@@ -47,10 +48,15 @@ _node(name, zone, spine, block, clique, product, used) := {
 	"used": {"nvidia.com/gpu": used},
 }
 
-# cluster: two H100 leaf blocks of one 4-node NVLink clique each (b1 has 2
-# whole nodes free, b2 has 3) and a 2-node B200 block in another zone.
-cluster := {
-	"levels": model.topology.levels,
+# cluster is cluster_for the levels of the fixture model (see model_test.rego).
+cluster := cluster_for(model.topology.levels)
+
+# cluster_for(levels): two H100 leaf blocks of one 4-node NVLink clique each
+# (b1 has 2 whole nodes free, b2 has 3) and a 2-node B200 block in another
+# zone, described with the given levels (whose node labels must be the zone,
+# spine-block, leaf-block, clique and hostname labels the nodes carry).
+cluster_for(levels) := {
+	"levels": levels,
 	"nodes": [
 		_node("h1", "zone-a", "s1", "b1", "c1", h100, 8),
 		_node("h2", "zone-a", "s1", "b1", "c1", h100, 0),

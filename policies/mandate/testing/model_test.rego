@@ -1,221 +1,105 @@
-# The authority model the logic tests decide with, given to every
-# expression under test as `with data.mandate.model as testing.model`.
-# It is frozen here, apart from the shipped data.json, so that an
-# organisation replacing the example model does not break the logic
-# suite; tests of the shipped data itself sit beside it in
-# policies/mandate/model/.
 package mandate.testing
 
+# A small authority model the logic tests mock data.mandate.model with
+# (`with data.mandate.model as testing.model`), so they test the rules, not
+# the example organisation shipped in mandate/model/data.json: replacing
+# that file must not break them. The tests of that organisation's data
+# (package mandate.model_test) sit beside data.json.
+#
+# Tenants:
+#   org ─┬─ lab (volcano) ─┬─ lab-a (inherits lab's classes, own queue)
+#        │                 └─ lab-b (preemptible classes only, no queue)
+#        ├─ svc (kai; a MIG quota of its own)
+#        └─ ops (no scheduler anywhere in its chain, no queue)
+# Tiers, lowest first: scavenger (10) and spot (20) are preemptible,
+# standard (30) and critical (40) are not.
 model := {
-	"org": "Logic-test fixture (a frozen copy of the example organisation, independent of the shipped data)",
+	"org": "Fixture Org",
 	"tenants": {
-		"helix": {
+		"org": {
 			"parent": "",
-			"description": "The whole organisation: caps every team.",
 			"quota": {
-				"nvidia.com/gpu": {
-					"guaranteed": 320,
-					"ceiling": 384,
-				},
-				"nvidia.com/mig-1g.10gb": {
-					"guaranteed": 56,
-					"ceiling": 56,
-				},
+				"nvidia.com/gpu": {"guaranteed": 64, "ceiling": 96},
+				"nvidia.com/mig-1g.10gb": {"guaranteed": 8, "ceiling": 8},
 			},
-			"priorityClasses": [
-				"train",
-				"build-preemptible",
-				"build",
-				"inference",
-			],
-			"scheduler": "kai",
-			"queue": "helix",
+			"priorityClasses": ["scavenger", "spot", "standard", "critical"],
+			"queue": "org",
 		},
-		"research": {
-			"parent": "helix",
-			"description": "Research division: large preemptible training.",
-			"quota": {
-				"nvidia.com/gpu": {
-					"guaranteed": 128,
-					"ceiling": 320,
-				},
-			},
-			"priorityClasses": [
-				"train",
-				"build-preemptible",
-				"build",
-			],
+		"lab": {
+			"parent": "org",
+			"quota": {"nvidia.com/gpu": {"guaranteed": 32, "ceiling": 80}},
+			"priorityClasses": ["scavenger", "spot", "standard"],
 			"scheduler": "volcano",
-			"queue": "research",
+			"queue": "lab",
 		},
-		"research-llm": {
-			"parent": "research",
-			"description": "Foundation-model pre-training.",
-			"quota": {
-				"nvidia.com/gpu": {
-					"guaranteed": 96,
-					"ceiling": 256,
-				},
-			},
-			"queue": "research-llm",
+		"lab-a": {
+			"parent": "lab",
+			"quota": {"nvidia.com/gpu": {"guaranteed": 16, "ceiling": 64}},
+			"queue": "lab-a-queue",
 		},
-		"research-vision": {
-			"parent": "research",
-			"description": "Vision models; small experiments.",
-			"quota": {
-				"nvidia.com/gpu": {
-					"guaranteed": 16,
-					"ceiling": 64,
-				},
-			},
-			"priorityClasses": [
-				"train",
-				"build-preemptible",
-			],
-			"queue": "research-vision",
+		"lab-b": {
+			"parent": "lab",
+			"quota": {"nvidia.com/gpu": {"guaranteed": 8, "ceiling": 32}},
+			"priorityClasses": ["scavenger", "spot"],
 		},
-		"product": {
-			"parent": "helix",
-			"description": "Production inference and fine-tuning.",
+		"svc": {
+			"parent": "org",
 			"quota": {
-				"nvidia.com/gpu": {
-					"guaranteed": 128,
-					"ceiling": 160,
-				},
-				"nvidia.com/mig-1g.10gb": {
-					"guaranteed": 28,
-					"ceiling": 56,
-				},
+				"nvidia.com/gpu": {"guaranteed": 32, "ceiling": 40},
+				"nvidia.com/mig-1g.10gb": {"guaranteed": 4, "ceiling": 8},
 			},
-			"priorityClasses": [
-				"train",
-				"build-preemptible",
-				"build",
-				"inference",
-			],
+			"priorityClasses": ["scavenger", "spot", "standard", "critical"],
 			"scheduler": "kai",
-			"queue": "product",
+			"queue": "svc",
 		},
-		"platform": {
-			"parent": "helix",
-			"description": "Platform team: CI and notebooks.",
-			"quota": {
-				"nvidia.com/gpu": {
-					"guaranteed": 8,
-					"ceiling": 16,
-				},
-			},
-			"priorityClasses": [
-				"build-preemptible",
-				"build",
-			],
-			"scheduler": "kai",
-			"queue": "platform",
+		"ops": {
+			"parent": "org",
+			"quota": {"nvidia.com/gpu": {"guaranteed": 4, "ceiling": 8}},
+			"priorityClasses": ["spot", "standard"],
 		},
 	},
 	"priorities": {
-		"train": {
-			"value": 50,
-			"preemptible": true,
-			"description": "Training: runs on idle capacity, yields to everything above.",
-		},
-		"build-preemptible": {
-			"value": 75,
-			"preemptible": true,
-			"description": "Interactive builds that may be interrupted.",
-		},
-		"build": {
-			"value": 100,
-			"preemptible": false,
-			"description": "Interactive builds and notebooks: never preempted, in-quota only.",
-		},
-		"inference": {
-			"value": 125,
-			"preemptible": false,
-			"description": "Serving: highest tier, in-quota only.",
-		},
+		"scavenger": {"value": 10, "preemptible": true},
+		"spot": {"value": 20, "preemptible": true},
+		"standard": {"value": 30, "preemptible": false},
+		"critical": {"value": 40, "preemptible": false},
 	},
 	"classDefaults": {
-		"training": "train",
-		"batch": "build-preemptible",
-		"interactive": "build",
-		"inference": "inference",
+		"training": "scavenger",
+		"batch": "spot",
+		"interactive": "standard",
+		"inference": "critical",
 	},
-	"quotaPolicy": {
-		"overGuarantee": "preemptible",
-	},
+	"quotaPolicy": {"overGuarantee": "preemptible"},
 	"preemption": {
 		"mayPreempt": {
-			"inference": [
-				"train",
-				"build-preemptible",
-			],
-			"build": [
-				"train",
-				"build-preemptible",
-			],
-			"build-preemptible": [
-				"train",
-			],
-			"train": [],
+			"critical": ["scavenger", "spot"],
+			"standard": ["scavenger", "spot"],
+			"spot": ["scavenger"],
+			"scavenger": [],
 		},
 		"gangsWhole": true,
 	},
 	"topology": {
-		"name": "helix-fabric",
+		"name": "fixture-fabric",
 		"levels": [
-			{
-				"name": "zone",
-				"nodeLabel": "topology.kubernetes.io/zone",
-			},
-			{
-				"name": "spine",
-				"nodeLabel": "mandate.dev/spine-block",
-			},
-			{
-				"name": "block",
-				"nodeLabel": "mandate.dev/leaf-block",
-			},
-			{
-				"name": "clique",
-				"nodeLabel": "nvidia.com/gpu.clique",
-			},
-			{
-				"name": "node",
-				"nodeLabel": "kubernetes.io/hostname",
-			},
+			{"name": "zone", "nodeLabel": "topology.kubernetes.io/zone"},
+			{"name": "spine", "nodeLabel": "mandate.dev/spine-block"},
+			{"name": "block", "nodeLabel": "mandate.dev/leaf-block"},
+			{"name": "clique", "nodeLabel": "nvidia.com/gpu.clique"},
+			{"name": "node", "nodeLabel": "kubernetes.io/hostname"},
 		],
 		"rules": [
-			{
-				"maxGPUs": 8,
-				"required": "node",
-			},
-			{
-				"maxGPUs": 32,
-				"required": "clique",
-				"preferred": "clique",
-			},
-			{
-				"maxGPUs": 256,
-				"required": "block",
-				"preferred": "clique",
-			},
-			{
-				"maxGPUs": 4096,
-				"required": "spine",
-				"preferred": "block",
-			},
-			{
-				"required": "zone",
-				"preferred": "spine",
-			},
+			{"maxGPUs": 8, "required": "node"},
+			{"maxGPUs": 32, "required": "clique", "preferred": "clique"},
+			{"maxGPUs": 256, "required": "block", "preferred": "clique"},
+			{"maxGPUs": 4096, "required": "spine", "preferred": "block"},
+			{"required": "zone", "preferred": "spine"},
 		],
 	},
-	"enforcement": {
-		"tenancy": "deny",
-		"priority": "deny",
-		"quota": "deny",
-		"topology": "deny",
-		"preemption": "deny",
-	},
+	# Nothing listed: every violation denies unless a test stages it.
+	"enforcement": {},
 }
+
+# staged(entries) is the fixture model with entries as its enforcement.
+staged(entries) := json.patch(model, [{"op": "add", "path": "/enforcement", "value": entries}])

@@ -3,7 +3,7 @@ package mandate.topology_test
 import data.mandate.testing
 import data.mandate.topology
 
-_in(overrides) := testing.input_for("research-llm", overrides)
+_in(overrides) := testing.input_for("lab-a", overrides)
 
 test_required_level_follows_gang_size if {
 	topology.required_level == "node" with input as _in(testing.gang(1, 8)) with data.mandate.model as testing.model
@@ -15,38 +15,47 @@ test_required_level_follows_gang_size if {
 
 test_fitting_gang_passes_best_fit if {
 	inp := _in(testing.gang(3, 8))
-	p := topology.placement with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	p := topology.placement with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	p.fitsNow
 	p.domain == "zone-a/s1/b2/c2"
-	count(topology.deny) == 0 with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-	count(topology.warn) == 0 with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	count(topology.deny) == 0 with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	count(topology.warn) == 0 with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 }
 
 test_gang_that_never_fits_is_denied if {
 	inp := _in(testing.gang(5, 8))
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	some v in topology.deny with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	v.code == "TOPOLOGY_NEVER_FITS"
 	v.message == "a gang of 5 pods × 8 nvidia.com/gpu must sit within one block, but the largest block (zone-a/s1/b1) holds only 4 such pods even when empty; ask for at most 4 pods or fewer GPUs per pod"
 }
 
 test_gang_that_does_not_fit_now_waits if {
 	inp := _in(testing.gang(4, 8))
-	count(topology.deny) == 0 with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
-	some v in topology.warn with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	count(topology.deny) == 0 with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	some v in topology.warn with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	v.code == "TOPOLOGY_WAITS"
 	contains(v.message, "the roomiest clique (zone-a/s1/b2/c2) has 3 of the 4 pod slots it needs free")
 }
 
 test_missing_product_never_fits if {
 	inp := _in({"gpuProduct": "NVIDIA-GB300"})
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	some v in topology.deny with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	v.message == "a gang of 1 pods × 8 nvidia.com/gpu (NVIDIA-GB300) can never be placed: no healthy node in this cluster offers 8 nvidia.com/gpu (NVIDIA-GB300) per pod"
-	count(topology.deny) == 0 with input as _in({"gpuProduct": testing.b200}) with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	count(topology.deny) == 0 with input as _in({"gpuProduct": testing.b200}) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 }
 
 test_unknown_level_is_denied if {
 	inp := _in({"topology": {"required": "rack", "preferred": ""}})
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	some v in topology.deny with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	v.code == "TOPOLOGY_UNKNOWN_LEVEL"
 	contains(v.message, "zone, spine, block, clique, node")
 }
@@ -54,7 +63,8 @@ test_unknown_level_is_denied if {
 test_tighter_requested_level_is_honoured if {
 	inp := _in(object.union(testing.gang(2, 8), {"topology": {"required": "node", "preferred": ""}}))
 	topology.required_level == "node" with input as inp with data.mandate.model as testing.model
-	some v in topology.deny with input as inp with data.mandate.cluster as testing.cluster with data.mandate.model as testing.model
+	some v in topology.deny with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
 	v.code == "TOPOLOGY_NEVER_FITS"
 }
 
@@ -78,4 +88,30 @@ test_requested_preferred_level_wins_over_the_rules if {
 test_preferred_level_wider_than_required_is_ignored if {
 	inp := _in(object.union(testing.gang(8, 8), {"topology": {"required": "", "preferred": "zone"}}))
 	topology.preferred_level == "clique" with input as inp with data.mandate.model as testing.model
+}
+
+test_levels_give_label_and_tier if {
+	topology.levels == {
+		"zone": {"label": "topology.kubernetes.io/zone", "tier": 4},
+		"spine": {"label": "mandate.dev/spine-block", "tier": 3},
+		"block": {"label": "mandate.dev/leaf-block", "tier": 2},
+		"clique": {"label": "nvidia.com/gpu.clique", "tier": 1},
+		"node": {"label": "kubernetes.io/hostname", "tier": 0},
+	} with input as _in({}) with data.mandate.model as testing.model
+	topology.level("rack") == {"label": "", "tier": 0} with input as _in({}) with data.mandate.model as testing.model
+}
+
+test_explanation_of_a_fitting_gang if {
+	e := topology.explain with input as _in(testing.gang(3, 8)) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	e.verdict == "ok"
+	e.limit == "one clique; the largest holds 4 pods"
+	e.current == "fits in clique zone-a/s1/b2/c2 (score 0.8, 6 GPUs left there)"
+}
+
+test_explanation_of_a_waiting_gang if {
+	e := topology.explain with input as _in(testing.gang(4, 8)) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	e.verdict == "warn"
+	e.current == "roomiest clique zone-a/s1/b2/c2 has 3 of 4 pod slots free"
 }
