@@ -168,7 +168,7 @@ func TestRestartDuringBurst(t *testing.T) {
 		stored += c[0] + c[1]
 	}
 	require.Equal(t, len(latencies), stored, "every successful create is stored and decided")
-	require.Less(t, ready, 10*time.Second, "ready again within seconds")
+	require.Less(t, ready, envtest.Timeout(10*time.Second), "ready again within seconds")
 	fmt.Printf("restart: killed after %d creates; %d creates failed while down (failurePolicy Fail), %d failed around the kill; ready again %s after restart; %d stored, all decided\n",
 		tenants*podsPerTenant/3, downFailures.Load(), failed, ready.Round(10*time.Millisecond), stored)
 }

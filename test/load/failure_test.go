@@ -162,9 +162,9 @@ func TestFailureEvaluationTimeout(t *testing.T) {
 	_, err := h.createPod(slow)
 	took := time.Since(began)
 	require.Error(t, err, "a create whose evaluation times out must fail under Fail")
+	// Mandate's own deadline answered (its message), not the API server's
+	// webhook timeout.
 	require.ErrorContains(t, err, "policy evaluation exceeded its deadline ("+evalTimeout.String())
-	require.Less(t, took, time.Duration(webhook.DefaultTimeoutSeconds)*time.Second,
-		"the evaluation deadline answers before the API server's webhook timeout")
 	fmt.Printf("failure: evaluation timeout %s: create failed after %s: %v\n", evalTimeout, took.Round(time.Millisecond), err)
 
 	p, err := h.createPod(gpuPod("team-0", "not-slow", "build"))
