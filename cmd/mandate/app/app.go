@@ -68,11 +68,17 @@ type Server struct {
 func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisionlog.Logger) (*Server, error) {
 	s := &Server{}
 	cluster.ReportSynced(false)
-	bundleSrc, err := s.policy(ctx, c)
+	// Fetching the first bundle can take as long as the source's timeout:
+	// health answers meanwhile (alive, not ready), so a liveness probe
+	// does not restart a replica that is only waiting for its source.
+	stopEarlyHealth, err := earlyHealth(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	shadowSrc, err := s.shadow(ctx, c)
+	bundleSrc, shadowSrc, err := s.sources(ctx, c)
+	if stopErr := stopEarlyHealth(); err == nil {
+		err = stopErr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +157,18 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("webhook server: %w", err)
 	}
 	return nil
+}
+
+// sources builds the policy and the shadow, activating the first revision
+// of each bundle source; it returns the sources to poll.
+func (s *Server) sources(ctx context.Context, c config.Serve) (bundleSrc, shadowSrc bundles.Source, err error) {
+	if bundleSrc, err = s.policy(ctx, c); err != nil {
+		return nil, nil, err
+	}
+	if shadowSrc, err = s.shadow(ctx, c); err != nil {
+		return nil, nil, err
+	}
+	return bundleSrc, shadowSrc, nil
 }
 
 // policy builds the evaluator (or, with a bundle source, the Activator
