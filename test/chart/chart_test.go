@@ -106,7 +106,7 @@ func TestTemplateDefaults(t *testing.T) {
 
 	t.Run("objects", func(t *testing.T) {
 		want := []string{
-			"ClusterRole/mandate", "ClusterRoleBinding/mandate",
+			"ClusterRole/mandate", "ClusterRoleBinding/mandate", "ClusterRole/mandate-metrics-reader",
 			"Certificate/mandate-ca", "Certificate/mandate-serving",
 			"Deployment/mandate", "Issuer/mandate-ca", "Issuer/mandate-selfsigned",
 			"MutatingWebhookConfiguration/mandate", "PodDisruptionBudget/mandate",
@@ -453,6 +453,10 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 				assert.Equal(t, []string{"scheduling.volcano.sh"}, r.APIGroups)
 			case strings.HasSuffix(res, "/finalizers"):
 				assert.Equal(t, []string{"update"}, r.Verbs, "only update on %s", res)
+			case res == "tokenreviews" || res == "subjectaccessreviews":
+				// --metrics-auth delegates authentication and
+				// authorisation of scrapers to the API server.
+				assert.Equal(t, []string{"create"}, r.Verbs, "only create on %s", res)
 			default:
 				for _, v := range r.Verbs {
 					assert.Contains(t, read, v, "%s on %s is not a read", v, res)
@@ -475,6 +479,11 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 		{"", "pods/finalizers", "update"}, {"batch", "jobs/finalizers", "update"}, {"kubeflow.org", "pytorchjobs/finalizers", "update"},
 	} {
 		assert.True(t, has(need[0], need[1], need[2]), "the ClusterRole allows %s on %s.%s", need[2], need[1], need[0])
+	}
+	if reader := findOptional(objs, "ClusterRole", fullname+"-metrics-reader"); reader != nil {
+		r := typed[rbacv1.ClusterRole](t, reader)
+		assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/bundle/status"}, Verbs: []string{"get"}}}, r.Rules,
+			"the metrics reader may read the two paths and nothing else")
 	}
 	binding := typed[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", fullname))
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
@@ -533,12 +542,20 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 
 func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 	t.Helper()
+	o := findOptional(objs, kind, name)
+	if o == nil {
+		t.Fatalf("no %s/%s rendered; got %v", kind, name, keys(objs))
+	}
+	return o
+}
+
+// findOptional is the rendered object of that kind and name, or nil.
+func findOptional(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 	for _, o := range objs {
 		if o.GetKind() == kind && o.GetName() == name {
 			return o
 		}
 	}
-	t.Fatalf("no %s/%s rendered; got %v", kind, name, keys(objs))
 	return nil
 }
 
