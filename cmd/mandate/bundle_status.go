@@ -1,11 +1,13 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,9 +23,11 @@ const defaultStatusAddr = "127.0.0.1:8080"
 
 func newBundleStatusCommand() *cobra.Command {
 	var (
-		addr    string
-		output  string
-		timeout time.Duration
+		addr      string
+		output    string
+		timeout   time.Duration
+		tokenFile string
+		insecure  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status [--addr host:port] [-o text|json]",
@@ -40,7 +44,7 @@ cannot be asked.`,
 			if output != "text" && output != "json" {
 				return &exitError{code: exitBundleBadArg, err: fmt.Errorf("--output %q: want text or json", output)}
 			}
-			st, raw, err := fetchStatus(addr, timeout)
+			st, raw, err := fetchStatus(addr, statusClient{timeout: timeout, tokenFile: tokenFile, insecure: insecure})
 			if err != nil {
 				return &exitError{code: exitBundleBadArg, err: err}
 			}
@@ -62,18 +66,41 @@ cannot be asked.`,
 	f.StringVar(&addr, "addr", defaultStatusAddr, "metrics address of mandate serve (host:port, or an http(s) URL)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
+	f.StringVar(&tokenFile, "token-file", "", "file holding a bearer token, for a serve with --metrics-auth (an https:// --addr)")
+	f.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the serving certificate of an https:// --addr (Mandate generates its own)")
 	return cmd
 }
 
+// statusClient is how `bundle status` asks: its timeout and, for a serve
+// with --metrics-auth, a token and whether to verify the certificate.
+type statusClient struct {
+	timeout   time.Duration
+	tokenFile string
+	insecure  bool
+}
+
 // fetchStatus GETs the bundle status from a mandate serve.
-func fetchStatus(addr string, timeout time.Duration) (bundles.ServingStatus, []byte, error) {
+func fetchStatus(addr string, sc statusClient) (bundles.ServingStatus, []byte, error) {
 	url := addr
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		url = "http://" + addr
 	}
 	url = strings.TrimSuffix(url, "/") + bundles.StatusPath
 	var st bundles.ServingStatus
-	resp, err := (&http.Client{Timeout: timeout}).Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return st, nil, fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if sc.tokenFile != "" {
+		token, err := os.ReadFile(sc.tokenFile)
+		if err != nil {
+			return st, nil, fmt.Errorf("--token-file: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: sc.insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // asked for by --insecure-skip-tls-verify
+	resp, err := (&http.Client{Timeout: sc.timeout, Transport: tr}).Do(req)
 	if err != nil {
 		return st, nil, fmt.Errorf("unable to ask mandate serve for its bundle status: %w", err)
 	}
