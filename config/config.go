@@ -133,6 +133,9 @@ type Webhook struct {
 	// CertDir holds tls.crt and tls.key, reloaded when they change;
 	// controller-runtime's temporary directory when empty.
 	CertDir string `json:"certDir" yaml:"certDir" mapstructure:"certDir"`
+	// MaxInFlightBytes bounds the bytes of admission requests decided at
+	// once; beyond it a request waits briefly, then is refused with 429.
+	MaxInFlightBytes int `json:"maxInFlightBytes" yaml:"maxInFlightBytes" mapstructure:"maxInFlightBytes"`
 }
 
 // Evaluation bounds policy evaluation.
@@ -140,6 +143,13 @@ type Evaluation struct {
 	// Timeout bounds one evaluation.
 	Timeout time.Duration `json:"timeout" yaml:"timeout" mapstructure:"timeout"`
 }
+
+// DefaultMaxInFlightBytes is webhook.maxInFlightBytes: a decision holds
+// its object several times over, so 8 MiB of requests in flight stay well
+// under the chart's 1 GiB memory limit even when every one is the largest
+// object the API server accepts, while ordinary pods (a few KiB) pass
+// hundreds at a time.
+const DefaultMaxInFlightBytes = 8 << 20
 
 // MaxEvaluationTimeout is the longest evaluation.timeout allowed: the API
 // server waits at most 30s for an admission webhook.

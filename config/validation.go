@@ -38,6 +38,9 @@ func (s Serve) Validate() error {
 	if strings.Contains(s.Webhook.Host, ":") && net.ParseIP(s.Webhook.Host) == nil {
 		errs = append(errs, fieldErr("webhook.host", "%q is not a host name or IP address (set the port with webhook.port)", s.Webhook.Host))
 	}
+	if s.Webhook.MaxInFlightBytes < 1<<20 {
+		errs = append(errs, fieldErr("webhook.maxInFlightBytes", "%d is too small (at least 1048576: the largest object the API server accepts must fit)", s.Webhook.MaxInFlightBytes))
+	}
 	if s.Webhook.CertDir != "" && s.Certs.Mode != CertsSelfSigned {
 		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
 	}

@@ -47,10 +47,16 @@ func NewHandlers(o HandlerOptions) Handlers {
 }
 
 // Register adds the handlers to a webhook server at MutatePath and
-// ValidatePath.
+// ValidatePath, both bounded by one Limiter (nil: unbounded).
 func (h Handlers) Register(srv interface {
 	Register(path string, hook http.Handler)
-}) {
-	srv.Register(MutatePath, h.Mutate)
-	srv.Register(ValidatePath, h.Validate)
+}, limit *Limiter) {
+	wrap := func(next http.Handler) http.Handler {
+		if limit == nil {
+			return next
+		}
+		return limit.Wrap(next)
+	}
+	srv.Register(MutatePath, wrap(h.Mutate))
+	srv.Register(ValidatePath, wrap(h.Validate))
 }

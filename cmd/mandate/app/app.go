@@ -108,7 +108,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	s.Handlers = webhook.NewHandlers(webhook.HandlerOptions{
 		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
 	})
-	s.Handlers.Register(s.Manager.GetWebhookServer())
+	s.Handlers.Register(s.Manager.GetWebhookServer(), webhook.NewLimiter(int64(c.Webhook.MaxInFlightBytes), time.Second))
 	runnables := []manager.Runnable{manager.RunnableFunc(s.waitForSync)}
 	for _, src := range []bundles.Source{bundleSrc, shadowSrc} {
 		if src != nil {
