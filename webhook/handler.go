@@ -108,7 +108,7 @@ func admit(req admission.Request, exempt []string) (*unstructured.Unstructured, 
 		return nil, admission.Allowed("not governed"), true
 	}
 	if req.Operation != admissionv1.Create {
-		return nil, admission.Allowed("only creates are governed"), true
+		return nil, admission.Allowed("only creates are decided"), true
 	}
 	if slices.Contains(exempt, req.Namespace) {
 		return nil, admission.Allowed("namespace exempt"), true

@@ -2,9 +2,13 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -12,6 +16,7 @@ import (
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Validator is the /validate handler. It guards namespaces' tenant label
@@ -40,6 +45,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		}
 		return observe(webhookValidate, req, start, v.Tenancy.Handle(ctx, req))
 	}
+	if req.Operation == admissionv1.Update {
+		return observe(webhookValidate, req, start, v.guardOwnedKeys(req))
+	}
 	obj, resp, done := admit(req, v.ExemptNamespaces)
 	if done {
 		return observe(webhookValidate, req, start, resp)
@@ -67,4 +75,37 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		"admitted without Mandate's scheduling directives: the mutating webhook did not run")
 	resp.AuditAnnotations = auditAnnotations(d)
 	return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, resp)
+}
+
+// guardOwnedKeys refuses an UPDATE of a workload Mandate admitted that
+// changes Mandate's own keys (scheduler.ChangedOwnedKeys): they were set
+// by the authority model's decision, and the quota ledger, the schedulers
+// and the gang controller read them, so a tenant relabelling its running
+// pods preemptible could otherwise free guarantee it still uses. Anything
+// else an UPDATE changes is not Mandate's concern here.
+func (v *Validator) guardOwnedKeys(req admission.Request) admission.Response {
+	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	if _, governed := workload.Lookup(gvk); !governed || slices.Contains(v.ExemptNamespaces, req.Namespace) {
+		return admission.Allowed("")
+	}
+	oldObj, err := decodeObject(req.OldObject.Raw, req.Namespace)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if _, admitted, _ := scheduler.RecordedDirectives(oldObj.GetAnnotations()); !admitted {
+		return admission.Allowed("not admitted by Mandate")
+	}
+	newObj, err := decodeObject(req.Object.Raw, req.Namespace)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	changed := scheduler.ChangedOwnedKeys(oldObj.GetLabels(), newObj.GetLabels(), oldObj.GetAnnotations(), newObj.GetAnnotations())
+	if len(changed) == 0 {
+		return admission.Allowed("")
+	}
+	resp := admission.Denied(fmt.Sprintf("%s %s/%s was admitted by Mandate and %s set by the authority model's decision; "+
+		"they cannot be changed afterwards: delete and create the workload again to have it decided anew",
+		req.Kind.Kind, req.Namespace, req.Name, strings.Join(changed, ", ")+" are"))
+	resp.Result.Code = http.StatusForbidden
+	return resp
 }

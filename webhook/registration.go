@@ -10,6 +10,7 @@ import (
 
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -72,7 +73,7 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 	if o.Namespace == "" {
 		excluded = excluded[:len(review.SystemNamespaces)]
 	}
-	workloadRules := workloadRules()
+	createRules := workloadRules(admissionregistrationv1.Create)
 	workloadSelector := namespaceNotIn(excluded)
 
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -81,7 +82,7 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    MutatingWebhookName,
 			ClientConfig:            o.clientConfig(MutatePath),
-			Rules:                   workloadRules,
+			Rules:                   createRules,
 			FailurePolicy:           failure,
 			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
 			NamespaceSelector:       workloadSelector,
@@ -98,16 +99,17 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    ValidatingWebhookName,
-			ClientConfig:            o.clientConfig(ValidatePath),
-			Rules:                   workloadRules,
+			Name:         ValidatingWebhookName,
+			ClientConfig: o.clientConfig(ValidatePath),
+			// UPDATE too: Mandate's keys on what it admitted are immutable.
+			Rules:                   workloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
 			FailurePolicy:           failure,
 			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
 			NamespaceSelector:       workloadSelector,
 			SideEffects:             sideEffects,
 			TimeoutSeconds:          ptr.To(timeout),
 			AdmissionReviewVersions: []string{"v1"},
-			MatchConditions:         workloadConditions(),
+			MatchConditions:         append(workloadConditions(), ownedKeysChanged()),
 		}, {
 			// Namespaces themselves: every tenant namespace is guarded,
 			// whoever's, except Mandate's own.
@@ -136,13 +138,13 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 	return mutating, validating
 }
 
-// workloadRules route the creates of every registered workload kind.
-func workloadRules() []admissionregistrationv1.RuleWithOperations {
+// workloadRules route the given operations of every registered workload kind.
+func workloadRules(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 	kinds := workload.Kinds()
 	rules := make([]admissionregistrationv1.RuleWithOperations, len(kinds))
 	for i, k := range kinds {
 		rules[i] = admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Operations: ops,
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{k.GVK.Group}, APIVersions: []string{k.GVK.Version},
 				Resources: []string{k.Resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 		}
@@ -163,6 +165,33 @@ func workloadConditions() []admissionregistrationv1.MatchCondition {
 		Name:       "not-mirror-pod",
 		Expression: `!has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)`,
 	}}
+}
+
+// ownedKeysChanged sends an UPDATE to Mandate only when it changes one of
+// Mandate's own keys (scheduler.ChangedOwnedKeys, written here in CEL):
+// every other update of a running workload, a controller removing a
+// finalizer for one, never waits on Mandate, and does not fail when
+// Mandate is down.
+func ownedKeysChanged() admissionregistrationv1.MatchCondition {
+	owned := func(keys []string) string {
+		quoted := make([]string, len(keys))
+		for i, k := range keys {
+			quoted[i] = "'" + k + "'"
+		}
+		return fmt.Sprintf("(k.startsWith('%s') || k in [%s])", scheduler.OwnedPrefix, strings.Join(quoted, ", "))
+	}
+	// changed: an owned key of the new map that the old lacks or holds
+	// with another value, or one of the old map that the new lacks.
+	changed := func(field string, keys []string) string {
+		cur, old := "object.metadata."+field, "oldObject.metadata."+field
+		return fmt.Sprintf("(has(%[1]s) && %[1]s.exists(k, %[3]s && (!has(%[2]s) || !(k in %[2]s) || %[2]s[k] != %[1]s[k]))) || "+
+			"(has(%[2]s) && %[2]s.exists(k, %[3]s && (!has(%[1]s) || !(k in %[1]s))))", cur, old, owned(keys))
+	}
+	return admissionregistrationv1.MatchCondition{
+		Name: "create-or-owned-keys-changed",
+		Expression: "request.operation != 'UPDATE' || " + changed("labels", scheduler.OwnedLabels) + " || " +
+			changed("annotations", scheduler.OwnedAnnotations),
+	}
 }
 
 func namespaceNotIn(names []string) *metav1.LabelSelector {

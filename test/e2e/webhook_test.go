@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,13 +17,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/workload"
@@ -146,6 +150,39 @@ spec:
 		expect(t, job, "spec.template.spec.schedulerName", "kai-scheduler")
 	})
 
+	t.Run("Mandate's keys are immutable after admission", func(t *testing.T) {
+		pod := s.create(t, strings.Replace(productPod, "embed-canary", "relabel-me", 1))
+		expect(t, pod, "metadata.labels.kai\\.scheduler/preemptibility", "non-preemptible")
+		usage := func() any { return s.srv.State.Usage("product")["product"]["nvidia.com/gpu"] }
+		envtest.WaitFor(t, 30*time.Second, "the ledger to count the pod", func() bool {
+			_, seen := s.srv.State.Usage("product")["product"]
+			return seen
+		})
+		before := usage()
+		patch := func(labels string) error {
+			return c.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{`+labels+`}}}`)))
+		}
+		err := patch(`"kai.scheduler/preemptibility":"preemptible","mandate.dev/preemptible":"true"`)
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("relabelling an admitted pod preemptible: error = %v, want Forbidden", err)
+		}
+		for _, want := range []string{"label kai.scheduler/preemptibility", "label mandate.dev/preemptible", "cannot be changed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %q", err, want)
+			}
+		}
+		asked := validatedUpdates(t)
+		if err := patch(`"team":"search"`); err != nil {
+			t.Errorf("an update of another label: %v", err)
+		}
+		if now := validatedUpdates(t); now != asked {
+			t.Errorf("an update that changes none of Mandate's keys reached the webhook (%v updates validated, %v before): the matchCondition should keep it away", now, asked)
+		}
+		if after := usage(); !reflect.DeepEqual(before, after) {
+			t.Errorf("the ledger changed from %v to %v", before, after)
+		}
+	})
+
 	t.Run("every kind is decided and mutated", func(t *testing.T) {
 		pod := s.create(t, productPod)
 		expect(t, pod, "spec.schedulerName", "kai-scheduler")
@@ -231,6 +268,32 @@ spec:
 }
 
 // decide returns what Mandate decides in-process for a manifest now.
+// validatedUpdates counts the UPDATE reviews the validating webhook
+// answered so far.
+func validatedUpdates(t *testing.T) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range families {
+		if f.GetName() != "mandate_admission_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["webhook"] == "validate" && labels["operation"] == "UPDATE" {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
+
 func (s *suite) decide(t *testing.T, manifest string) evaluator.Decision {
 	t.Helper()
 	r := review.Service{Decider: s.srv.Evaluator, State: s.srv.State}

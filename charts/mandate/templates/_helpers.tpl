@@ -90,9 +90,8 @@ caBundle: {{ $.Values.tls.caBundle }}
 {{- toJson $ns }}
 {{- end }}
 
-{{/* Everything a workload webhook has besides its name and clientConfig. */}}
+{{/* Everything a workload webhook has besides its name, clientConfig and rules. */}}
 {{- define "mandate.workloadWebhookCommon" -}}
-{{ include "mandate.workloadRules" . }}
 failurePolicy: {{ .Values.webhook.failurePolicy }}
 matchPolicy: Exact
 namespaceSelector:
@@ -103,15 +102,6 @@ namespaceSelector:
 sideEffects: None
 timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
 admissionReviewVersions: ["v1"]
-matchConditions:
-  # A DaemonSet's pods run one per node, outside any tenant's gang.
-  - name: not-daemonset-pod
-    expression: >-
-      !has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/'))
-  # Mirror pods are the kubelet's static pods, already running.
-  - name: not-mirror-pod
-    expression: >-
-      !has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)
 {{- end }}
 
 {{/* Without cert-manager, the Secret and the CA bundle must both be given. */}}

@@ -1,0 +1,54 @@
+package scheduler
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/mandate-dev/mandate/workload"
+)
+
+// OwnedPrefix marks the keys of Mandate itself: its marks (directives,
+// preemptible, policy revision) and the requests it decided on (class,
+// topology, elastic minimum).
+const OwnedPrefix = "mandate.dev/"
+
+// OwnedLabels and OwnedAnnotations are the schedulers' keys the adapters
+// write from a decision: who runs, in which queue, at which priority,
+// preemptible or not, in which gang and topology. Read only.
+var (
+	OwnedLabels      = []string{LabelKAIQueue, LabelKAIPriorityClass, workload.KAIPreemptibility.Key}
+	OwnedAnnotations = []string{
+		AnnotationKAITopology, AnnotationKAIRequiredPlacement, AnnotationKAIPreferredPlacement, AnnotationKAIBatchMinMember,
+		AnnotationGroupName, AnnotationQueueName, workload.VolcanoPreemptable.Key,
+	}
+)
+
+// ChangedOwnedKeys lists the labels and annotations of Mandate's own keys
+// (OwnedPrefix, and the scheduler keys its adapters write) whose value
+// differs between two versions of an object's metadata, as "label k" or
+// "annotation k", sorted. The quota ledger, the schedulers and the gang
+// controller read these keys: changed after admission, they would let a
+// workload run under terms the authority model never granted.
+func ChangedOwnedKeys(oldLabels, newLabels, oldAnnotations, newAnnotations map[string]string) []string {
+	var out []string
+	diff := func(what string, old, cur map[string]string, fixed []string) {
+		seen := map[string]bool{}
+		for _, m := range []map[string]string{old, cur} {
+			for k := range m {
+				if seen[k] || !(strings.HasPrefix(k, OwnedPrefix) || slices.Contains(fixed, k)) {
+					continue
+				}
+				seen[k] = true
+				ov, oldHas := old[k]
+				nv, newHas := cur[k]
+				if ov != nv || oldHas != newHas {
+					out = append(out, what+" "+k)
+				}
+			}
+		}
+	}
+	diff("label", oldLabels, newLabels, OwnedLabels)
+	diff("annotation", oldAnnotations, newAnnotations, OwnedAnnotations)
+	slices.Sort(out)
+	return out
+}
