@@ -56,6 +56,7 @@ type harness struct {
 	mu         sync.Mutex
 	serve      *exec.Cmd
 	serveLog   *bytes.Buffer
+	serveOut   *lockedWriter
 	restartDur time.Duration
 }
 
@@ -123,10 +124,21 @@ func (h *harness) startServe() {
 	defer h.mu.Unlock()
 	cmd := exec.Command(h.binary, h.args...)
 	h.serveLog = &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = io.Discard, &lockedWriter{w: h.serveLog}
+	h.serveOut = &lockedWriter{w: h.serveLog}
+	cmd.Stdout, cmd.Stderr = io.Discard, h.serveOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(h.t, cmd.Start())
 	h.serve = cmd
+}
+
+// log is what mandate serve wrote to stderr so far.
+func (h *harness) log() string {
+	h.mu.Lock()
+	out := h.serveOut
+	h.mu.Unlock()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	return out.w.String()
 }
 
 // kill stops mandate serve the hard way, as a crash would.
