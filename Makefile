@@ -36,7 +36,7 @@ demo: build envtest-assets ## Run mandate serve as the webhook of a local kube-a
 
 .PHONY: chart-rules
 chart-rules: ## Regenerate the chart's webhook rules from the kind registry (after registering a kind).
-	$(GO) run ./hack/chart-rules
+	$(GO) run ./webhook/internal/chartrules
 
 .PHONY: lint
 lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa.

@@ -138,7 +138,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	logf("mandate serve ready on https://%s:%d (%s)", hooks.LocalServingHost, hooks.LocalServingPort, time.Since(start).Round(100*time.Millisecond))
 
-	if err := hooks.register(ctx, env); err != nil {
+	if err := hooks.register(ctx, env, mandateBin, tmp); err != nil {
 		return fmt.Errorf("%w\n%s", err, srv.tail())
 	}
 	logf("webhooks registered and answering")

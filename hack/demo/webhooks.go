@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,8 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/mandate-dev/mandate/test/envtest"
-	"github.com/mandate-dev/mandate/webhook"
 )
 
 // probeNamespace has no tenant label: once the webhooks answer, a GPU pod
@@ -39,14 +44,33 @@ func newWebhooks() (*webhooks, error) {
 }
 
 // register installs the mutating and validating configurations pointing at
-// the local server, then waits until the API server actually calls them:
-// the configurations are read through an informer, so being stored is not
-// yet being in force.
-func (w *webhooks) register(ctx context.Context, env *envtest.Env) error {
-	mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
-		URL:      fmt.Sprintf("https://%s:%d", w.LocalServingHost, w.LocalServingPort),
-		CABundle: w.LocalServingCAData,
-	})
+// the local server, as `mandate webhook-configurations` prints them, then
+// waits until the API server actually calls them: the configurations are
+// read through an informer, so being stored is not yet being in force.
+func (w *webhooks) register(ctx context.Context, env *envtest.Env, bin, tmp string) error {
+	ca := filepath.Join(tmp, "webhook-ca.crt")
+	if err := os.WriteFile(ca, w.LocalServingCAData, 0o600); err != nil {
+		return fmt.Errorf("unable to write the webhook CA: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "webhook-configurations",
+		"--url", fmt.Sprintf("https://%s:%d", w.LocalServingHost, w.LocalServingPort), "--ca-bundle", ca)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s webhook-configurations: %w: %s", bin, err, stderr.String())
+	}
+	docs := strings.Split(string(out), "\n---\n")
+	if len(docs) != 2 {
+		return fmt.Errorf("%s webhook-configurations printed %d documents, want 2", bin, len(docs))
+	}
+	mutating, validating := &admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), mutating); err != nil {
+		return fmt.Errorf("the mutating webhook configuration: %w", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), validating); err != nil {
+		return fmt.Errorf("the validating webhook configuration: %w", err)
+	}
 	w.MutatingWebhooks = []*admissionregistrationv1.MutatingWebhookConfiguration{mutating}
 	w.ValidatingWebhooks = []*admissionregistrationv1.ValidatingWebhookConfiguration{validating}
 	if err := w.Install(env.Config); err != nil {

@@ -16,7 +16,7 @@ import (
 func TestChartRulesAreGenerated(t *testing.T) {
 	root := repoRoot(t)
 	generated := filepath.Join(t.TempDir(), "_rules.tpl")
-	cmd := exec.Command("go", "run", "./hack/chart-rules", generated)
+	cmd := exec.Command("go", "run", "./webhook/internal/chartrules", generated)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

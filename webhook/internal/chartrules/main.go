@@ -1,4 +1,4 @@
-// Command chart-rules writes the Helm chart's copy of the webhook rules
+// Command chartrules (`make chart-rules`) writes the Helm chart's copy of the webhook rules
 // and match conditions, and of the RBAC rules for the governed kinds
 // (charts/mandate/templates/_rules.tpl) from the kind registry, the one
 // place a governed kind is declared: `make chart-rules` after registering

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mandate-dev/mandate/webhook"
+)
+
+type webhookConfigOptions struct {
+	url, service, caBundle, namespace, failurePolicy string
+	timeoutSeconds                                   int32
+}
+
+func newWebhookConfigurationsCommand() *cobra.Command {
+	var o webhookConfigOptions
+	cmd := &cobra.Command{
+		Use:   "webhook-configurations (--url URL | --service NAMESPACE/NAME[:PORT]) --ca-bundle FILE",
+		Short: "Print the mutating and validating webhook configurations that route workloads to mandate serve",
+		Long: `Print, as YAML for kubectl apply, the MutatingWebhookConfiguration and
+ValidatingWebhookConfiguration that route every governed workload kind (and
+namespaces, to guard their tenant label) to a running mandate serve: the same
+rules, match conditions and namespace selectors the Helm chart installs. Use it
+to register a serve that runs outside the chart (a local API server, a test
+cluster); the chart registers its own.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWebhookConfigurations(cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", "", "base URL of serve's webhook server, https://HOST:PORT (the paths are appended)")
+	f.StringVar(&o.service, "service", "", "serve's Service instead of a URL: NAMESPACE/NAME[:PORT] (port 443 when omitted)")
+	f.StringVar(&o.caBundle, "ca-bundle", "", "PEM file of the CA that signed serve's serving certificate")
+	f.StringVar(&o.namespace, "namespace", "", "serve's own namespace, never governed")
+	f.StringVar(&o.failurePolicy, "failure-policy", string(admissionregistrationv1.Fail), "Fail or Ignore")
+	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", webhook.DefaultTimeoutSeconds, "timeoutSeconds of every webhook, 1-30")
+	return cmd
+}
+
+func runWebhookConfigurations(out io.Writer, o webhookConfigOptions) error {
+	ro, err := o.registration()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	mutating, validating := webhook.Configurations(ro)
+	for i, obj := range []any{mutating, validating} {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("unable to write the webhook configurations: %w", err)
+		}
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		if _, err := out.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registration checks the flags and turns them into the registration.
+func (o webhookConfigOptions) registration() (webhook.RegistrationOptions, error) {
+	ro := webhook.RegistrationOptions{Namespace: o.namespace, TimeoutSeconds: o.timeoutSeconds}
+	switch {
+	case (o.url == "") == (o.service == ""):
+		return ro, fmt.Errorf("give exactly one of --url and --service")
+	case o.url != "" && !strings.HasPrefix(o.url, "https://"):
+		return ro, fmt.Errorf("--url %q: the API server calls webhooks over https only", o.url)
+	case o.caBundle == "":
+		return ro, fmt.Errorf("--ca-bundle is required: the API server verifies serve's certificate with it")
+	case o.timeoutSeconds < 1 || o.timeoutSeconds > 30:
+		return ro, fmt.Errorf("--timeout-seconds %d is out of range (1-30)", o.timeoutSeconds)
+	}
+	switch fp := admissionregistrationv1.FailurePolicyType(o.failurePolicy); fp {
+	case admissionregistrationv1.Fail, admissionregistrationv1.Ignore:
+		ro.FailurePolicy = &fp
+	default:
+		return ro, fmt.Errorf("--failure-policy %q: want Fail or Ignore", o.failurePolicy)
+	}
+	ca, err := os.ReadFile(o.caBundle)
+	if err != nil {
+		return ro, fmt.Errorf("unable to read --ca-bundle: %w", err)
+	}
+	if !strings.Contains(string(ca), "-----BEGIN CERTIFICATE-----") {
+		return ro, fmt.Errorf("--ca-bundle %s holds no PEM certificate", o.caBundle)
+	}
+	ro.CABundle, ro.URL = ca, o.url
+	if o.service != "" {
+		svc, err := parseService(o.service)
+		if err != nil {
+			return ro, err
+		}
+		ro.Service = svc
+	}
+	return ro, nil
+}
+
+// parseService reads NAMESPACE/NAME[:PORT].
+func parseService(s string) (*webhook.ServiceReference, error) {
+	ns, rest, ok := strings.Cut(s, "/")
+	name, port, hasPort := strings.Cut(rest, ":")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("--service %q: want NAMESPACE/NAME[:PORT]", s)
+	}
+	ref := &webhook.ServiceReference{Namespace: ns, Name: name}
+	if hasPort {
+		p, err := strconv.ParseInt(port, 10, 32)
+		if err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("--service %q: port %q is not 1-65535", s, port)
+		}
+		ref.Port = int32(p)
+	}
+	return ref, nil
+}
