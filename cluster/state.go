@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -37,6 +38,8 @@ type State struct {
 
 	mu         sync.RWMutex
 	namespaces map[string]map[string]string
+	// window is the reservations' confirmation window (SetConfirmationWindow).
+	window time.Duration
 }
 
 // New returns an empty State for an authority model: its topology levels

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"time"
+
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/topology"
 )
@@ -18,6 +21,18 @@ type View struct {
 type Reservation struct {
 	GPUs        map[string]int
 	Preemptible bool
+}
+
+// SetConfirmationWindow sets how long a reservation counts before the
+// stored object's pods confirm it (config.DefaultConfirmationWindow when
+// zero or never set). Set it before admissions start.
+func (s *State) SetConfirmationWindow(d time.Duration) { s.window = d }
+
+func (s *State) confirmationWindow() time.Duration {
+	if s.window > 0 {
+		return s.window
+	}
+	return config.DefaultConfirmationWindow
 }
 
 // Decide is the quota transaction of one admission: for tenant's tree, it
@@ -40,7 +55,7 @@ func (s *State) Decide(tenant, key string, decide func(View) (Reservation, error
 		return err
 	}
 	if key != "" && tenant != "" && len(r.GPUs) > 0 {
-		s.ledger.Reserve(key, tenant, r.GPUs, r.Preemptible, ledger.DefaultReservationTTL)
+		s.ledger.Reserve(key, tenant, r.GPUs, r.Preemptible, s.confirmationWindow())
 	}
 	return nil
 }

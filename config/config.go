@@ -32,6 +32,8 @@ type Serve struct {
 	Namespace string `json:"namespace" yaml:"namespace" mapstructure:"namespace"`
 	// Evaluation bounds policy evaluation.
 	Evaluation Evaluation `json:"evaluation" yaml:"evaluation" mapstructure:"evaluation"`
+	// Quota configures the quota ledger's reservations.
+	Quota Quota `json:"quota" yaml:"quota" mapstructure:"quota"`
 	// Bundle, when its source is set, takes the policy from an OPA bundle
 	// instead of Policies, polled and hot-swapped.
 	Bundle Bundle `json:"bundle" yaml:"bundle" mapstructure:"bundle"`
@@ -143,6 +145,25 @@ type Evaluation struct {
 	// Timeout bounds one evaluation.
 	Timeout time.Duration `json:"timeout" yaml:"timeout" mapstructure:"timeout"`
 }
+
+// Quota configures the quota ledger's reservations.
+type Quota struct {
+	// ConfirmationWindow is how long an admitted workload's reservation
+	// counts before its stored pods confirm it; past it, it is released.
+	ConfirmationWindow time.Duration `json:"confirmationWindow" yaml:"confirmationWindow" mapstructure:"confirmationWindow"`
+}
+
+// DefaultConfirmationWindow is quota.confirmationWindow: long enough for a
+// Job's controller to create its pods after the Job is stored, short
+// enough that a create the API server rejected after Mandate admitted it
+// (or a forged review) delays its tenant by a minute at most.
+const DefaultConfirmationWindow = time.Minute
+
+// Bounds of quota.confirmationWindow.
+const (
+	MinConfirmationWindow = time.Second
+	MaxConfirmationWindow = time.Hour
+)
 
 // DefaultMaxInFlightBytes is webhook.maxInFlightBytes: a decision holds
 // its object several times over, so 8 MiB of requests in flight stay well

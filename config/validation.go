@@ -71,6 +71,9 @@ func (s Serve) Validate() error {
 	if t := s.Evaluation.Timeout; t < 1e6 || t > MaxEvaluationTimeout {
 		errs = append(errs, fieldErr("evaluation.timeout", "%s is out of range (1ms-%s)", t, MaxEvaluationTimeout))
 	}
+	if w := s.Quota.ConfirmationWindow; w < MinConfirmationWindow || w > MaxConfirmationWindow {
+		errs = append(errs, fieldErr("quota.confirmationWindow", "%s is out of range (%s-%s)", w, MinConfirmationWindow, MaxConfirmationWindow))
+	}
 	errs = append(errs, s.Bundle.validate(s.Policies)...)
 	if r := s.DecisionLog.SampleRate; !(r >= 0 && r <= 1) {
 		errs = append(errs, fieldErr("decisionLog.sampleRate", "%v is out of range (0-1: the fraction of clean allowed decisions logged)", r))

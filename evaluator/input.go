@@ -35,6 +35,10 @@ type Request struct {
 	User      string   `json:"user"`
 	Groups    []string `json:"groups"`
 	DryRun    bool     `json:"dryRun"`
+	// UID is the AdmissionRequest's uid: it keys the reservation of an
+	// object that has no name yet (generateName). Not part of the policy's
+	// input: the same workload is decided the same whoever's request.
+	UID string `json:"-"`
 }
 
 // value converts the input to a Rego value, term by term (input_value.go).

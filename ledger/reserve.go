@@ -1,17 +1,19 @@
 package ledger
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mandate-dev/mandate/workload"
 )
 
-// DefaultReservationTTL bounds how long an admitted workload's GPUs count
-// before its pods are seen; past it, a workload whose create failed after
-// admission (another webhook denied it, the request timed out) stops counting.
-const DefaultReservationTTL = 5 * time.Minute
+// requestKeyPrefix starts the keys of reservations made for objects
+// without a name yet (RequestKey).
+const requestKeyPrefix = "uid/"
 
 // reservation is GPUs granted to an admitted workload whose pods the ledger
 // has not (all) seen yet, so that admissions in quick succession, ahead of
@@ -39,8 +41,24 @@ func WorkloadKey(apiVersion, kind, namespace, name string) string {
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
+// podKeyPrefix starts a pod's WorkloadKey; the rest is the ledger's own key
+// of the pod, namespace/name.
+const podKeyPrefix = "/Pod/"
+
+// RequestKey names the reservation of an object admitted without a name
+// (generateName) by its admission request's uid; "" for no uid. Its pods
+// carry it in workload.AnnotationReservation.
+func RequestKey(uid string) string {
+	if uid == "" {
+		return ""
+	}
+	return requestKeyPrefix + uid
+}
+
 // Reserve counts an admitted workload's GPUs for its tenant (and ancestors)
 // until its pods are seen or ttl passes. Reserving a key again replaces it.
+// A pod already counted under the same name reserves nothing: its create
+// can only fail (AlreadyExists), and the stored pod counts already.
 func (l *Ledger) Reserve(key, tenant string, gpus map[string]int, preemptible bool, ttl time.Duration) {
 	if len(gpus) == 0 || tenant == "" {
 		return
@@ -52,6 +70,11 @@ func (l *Ledger) Reserve(key, tenant string, gpus map[string]int, preemptible bo
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.release(key)
+	if name, isPod := strings.CutPrefix(key, podKeyPrefix); isPod {
+		if _, stored := l.pods[name]; stored {
+			return
+		}
+	}
 	r := &reservation{tenant: tenant, gpus: copied, preemptible: preemptible, expires: l.now().Add(ttl)}
 	l.reserved[key] = r
 	l.applyReservation(r, +1)
@@ -74,19 +97,34 @@ func (l *Ledger) release(key string) {
 	}
 }
 
-// consume moves a seen pod's GPUs out of the reservation of the pod itself
-// or of its controller owner, so they count once. Callers hold the lock.
+// consume moves a seen pod's GPUs out of the reservation of the pod itself,
+// of its controller owner, or of the request that admitted it or its owner
+// without a name (workload.AnnotationReservation), so they count once.
+// Callers hold the lock.
 func (l *Ledger) consume(pod *corev1.Pod, gpus map[string]int) {
 	l.release(WorkloadKey("v1", "Pod", pod.Namespace, pod.Name))
+	if key := pod.Annotations[workload.AnnotationReservation]; strings.HasPrefix(key, requestKeyPrefix) {
+		// Only a reservation of the pod's own tenant: a key copied into
+		// another tenant's pod (an exempt namespace's, which Mandate never
+		// rewrites) must not release it.
+		if r, ok := l.reserved[key]; ok && r.tenant == l.nsTenant[pod.Namespace] {
+			l.shrink(key, r, gpus)
+			return
+		}
+	}
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil {
 		return
 	}
 	key := WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name)
-	r, ok := l.reserved[key]
-	if !ok {
-		return
+	if r, ok := l.reserved[key]; ok {
+		l.shrink(key, r, gpus)
 	}
+}
+
+// shrink takes a seen pod's GPUs off reservation r (of key), dropping it
+// when nothing is left. Callers hold the lock.
+func (l *Ledger) shrink(key string, r *reservation, gpus map[string]int) {
 	l.applyReservation(r, -1)
 	for res, n := range gpus {
 		r.gpus[res] = max(r.gpus[res]-n, 0)

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mandate-dev/mandate/workload"
 )
 
 func TestWorkloadKey(t *testing.T) {
@@ -78,3 +80,40 @@ func TestLockTreeSerialisesOneTree(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRequestReservationConfirmedByAnnotation: pods admitted without a name
+// (generateName) are reserved under their request's key and confirm it by
+// the annotation Mandate wrote, so they count once; a pod of another tenant
+// carrying the same key confirms nothing.
+func TestRequestReservationConfirmedByAnnotation(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	l.UpsertNamespace(ns("v", "vision"))
+	key := RequestKey("3f1c")
+	require.Equal(t, "uid/3f1c", key)
+	require.Empty(t, RequestKey(""))
+	l.Reserve(key, "product", map[string]int{"nvidia.com/gpu": 2}, false, time.Minute)
+
+	forged := gpuPod("v", "forged", "train", 1, corev1.PodPending, nil)
+	forged.Annotations = map[string]string{workload.AnnotationReservation: key}
+	l.UpsertPod(forged)
+	require.Equal(t, 1, l.Reservations(), "another tenant's pod does not confirm the reservation")
+	require.Equal(t, Usage{Total: 2, NonPreemptible: 2}, l.Usage("product")["product"]["nvidia.com/gpu"])
+
+	pod := gpuPod("p", "web-7d9f-x2k4q", "build", 2, corev1.PodPending, nil)
+	pod.Annotations = map[string]string{workload.AnnotationReservation: key}
+	l.UpsertPod(pod)
+	require.Equal(t, 0, l.Reservations())
+	require.Equal(t, Usage{Total: 2, NonPreemptible: 2}, l.Usage("product")["product"]["nvidia.com/gpu"], "the pod replaces its reservation")
+}
+
+// TestStoredPodIsNotReservedAgain: a create of a pod whose name is taken
+// fails (AlreadyExists); its admission must not leave a reservation behind.
+func TestStoredPodIsNotReservedAgain(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	l.UpsertPod(gpuPod("p", "a", "build", 4, corev1.PodRunning, nil))
+	l.Reserve(WorkloadKey("v1", "Pod", "p", "a"), "product", map[string]int{"nvidia.com/gpu": 4}, false, time.Minute)
+	require.Equal(t, 0, l.Reservations())
+	require.Equal(t, 4, l.Usage("product")["product"]["nvidia.com/gpu"].Total)
+}

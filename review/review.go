@@ -140,16 +140,19 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	}
 	in := evaluator.Input{Request: req, Namespace: ns, Workload: w, Object: obj.Object, Explain: s.Explain}
 	var d evaluator.Decision
+	var reserved cluster.Reservation
+	key := reservationKey(w, req)
 	// The quota transaction: reading usage, deciding and reserving happen
 	// as one, so concurrent admissions never both spend the same quota.
 	// Rendering and patching come after it.
-	err = s.State.Decide(w.Tenant, reservationKey(w, req.DryRun), func(v cluster.View) (cluster.Reservation, error) {
+	err = s.State.Decide(w.Tenant, key, func(v cluster.View) (cluster.Reservation, error) {
 		in.Usage, in.Cluster = v.Usage, v.Cluster
 		var err error
 		if d, err = decider.Decide(ctx, in); err != nil {
 			return cluster.Reservation{}, err
 		}
-		return reservation(w, d, req.DryRun), nil
+		reserved = reservation(w, d, req.DryRun)
+		return reserved, nil
 	})
 	if err != nil {
 		return Result{}, in, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
@@ -160,6 +163,15 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	}
 	mutated, err := scheduler.Render(obj, w, d.Directives)
 	if err != nil {
+		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	// An object without a name yet carries its reservation's key to its
+	// pods; any other object carries none.
+	mark := ""
+	if w.Name == "" && len(reserved.GPUs) > 0 {
+		mark = key
+	}
+	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {
 		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
 	if d.Revision != "" {
@@ -201,22 +213,27 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 }
 
 // reservation is what an admitted workload's GPUs hold until the informers
-// see its pods. Dry runs reserve nothing; nor do objects still without a
-// name (generateName), which the informers count once they exist.
+// see its pods. Dry runs reserve nothing.
 func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
-	if !d.Allowed || dryRun || w.Name == "" || w.TotalGPUs == 0 || w.GPUResource == "" {
+	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return cluster.Reservation{}
 	}
 	return cluster.Reservation{GPUs: map[string]int{w.GPUResource: w.TotalGPUs}, Preemptible: d.Directives.Preemptible}
 }
 
-// reservationKey is the ledger key of w's reservation; "" for dry runs and
-// objects without a name yet, which hold none.
-func reservationKey(w workload.Workload, dryRun bool) string {
-	if w.Name == "" || dryRun {
+// reservationKey is the ledger key of w's reservation: its name's, or, for
+// an object without a name yet (generateName: every Deployment, ReplicaSet
+// and Job pod), the request's (ledger.RequestKey), which its pods carry
+// (MarkReservation); "" for dry runs and for requests without a uid,
+// which hold none.
+func reservationKey(w workload.Workload, req evaluator.Request) string {
+	switch {
+	case req.DryRun:
 		return ""
+	case w.Name != "":
+		return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
 	}
-	return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
+	return ledger.RequestKey(req.UID)
 }
 
 // namespace is the state's view of a namespace or, when the state has not

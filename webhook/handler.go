@@ -147,6 +147,7 @@ func requestOf(req admission.Request) evaluator.Request {
 		User:      req.UserInfo.Username,
 		Groups:    req.UserInfo.Groups,
 		DryRun:    req.DryRun != nil && *req.DryRun,
+		UID:       string(req.UID),
 	}
 }
 

@@ -101,7 +101,7 @@ func TestMutatorPatches(t *testing.T) {
 	assert.NotEmpty(t, resp.AuditAnnotations[AuditDecisionID])
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
 	// The evaluator saw the request's essentials.
-	assert.Equal(t, evaluator.Request{Operation: "CREATE", User: "bob", Groups: []string{"vision-devs"}}, rec.Last().Request)
+	assert.Equal(t, evaluator.Request{Operation: "CREATE", User: "bob", Groups: []string{"vision-devs"}, UID: string(req.UID)}, rec.Last().Request)
 }
 
 func TestMutatorWarns(t *testing.T) {

@@ -33,6 +33,11 @@ const (
 	AnnotationMinAvailable = "mandate.dev/min-available"
 	// LabelTenant on a Namespace names the tenant that owns it.
 	LabelTenant = "mandate.dev/tenant"
+	// AnnotationReservation, set by Mandate on an object admitted without a
+	// name yet (generateName) and on its pod templates, names the quota
+	// reservation its pods confirm: the name it will get is not known at
+	// admission.
+	AnnotationReservation = "mandate.dev/reservation"
 	// LabelProduct is the node label (and node selector) naming the GPU model.
 	LabelProduct = "nvidia.com/gpu.product"
 )

@@ -21,17 +21,26 @@ const (
 	// once its monitors have synced and it deletes dependents.
 	gcReadyLine = "Proceeding to collect garbage"
 
-	defaultGCStartTimeout = 2 * time.Minute
+	defaultControllersStartTimeout = 2 * time.Minute
 )
 
 // StartGarbageCollector runs kube-controller-manager's garbage collector (and
 // no other controller) against env, so that deleting an owner deletes its
 // dependents as in a real cluster: envtest runs no controller manager. It
-// returns once the collector is collecting and stops it in t.Cleanup. The
-// binary is the pinned one built by hack/envtest-assets.sh next to
-// kube-apiserver; the test fails when it is missing. Its log is reported
-// when the test fails.
+// returns once the collector is collecting and stops it in t.Cleanup.
 func StartGarbageCollector(t testing.TB, env *Env) {
+	t.Helper()
+	StartControllers(t, env, gcReadyLine, "garbage-collector-controller")
+}
+
+// StartControllers runs kube-controller-manager with only the named
+// controllers (e.g. "deployment-controller", "replicaset-controller")
+// against env, and stops it in t.Cleanup. With a readyLine it returns once
+// the manager logs it; else at once (the test waits for what the
+// controllers do). The binary is the pinned one built by
+// hack/envtest-assets.sh next to kube-apiserver; the test fails when it is
+// missing. Its log is reported when the test fails.
+func StartControllers(t testing.TB, env *Env, readyLine string, controllers ...string) {
 	t.Helper()
 	// Start set this to the directory holding kube-apiserver.
 	binary := filepath.Join(env.Environment.BinaryAssetsDirectory, controllerManager)
@@ -39,23 +48,23 @@ func StartGarbageCollector(t testing.TB, env *Env) {
 		t.Fatalf("envtest: %s is not an executable file (%v); %s", binary, err, assetsInstruction)
 	}
 
-	user, err := env.Environment.AddUser(crenvtest.User{Name: "garbage-collector", Groups: []string{"system:masters"}}, nil)
+	user, err := env.Environment.AddUser(crenvtest.User{Name: "controller-manager", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		t.Fatalf("envtest: unable to add a user for the garbage collector: %v", err)
+		t.Fatalf("envtest: unable to add a user for %s: %v", controllerManager, err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
-		t.Fatalf("envtest: unable to write a kubeconfig for the garbage collector: %v", err)
+		t.Fatalf("envtest: unable to write a kubeconfig for %s: %v", controllerManager, err)
 	}
 	tmp := t.TempDir()
 	kubeconfigPath := filepath.Join(tmp, "kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatalf("envtest: unable to write the garbage collector's kubeconfig: %v", err)
+		t.Fatalf("envtest: unable to write %s's kubeconfig: %v", controllerManager, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary,
-		"--controllers=garbage-collector-controller",
+		"--controllers="+strings.Join(controllers, ","),
 		"--kubeconfig="+kubeconfigPath,
 		"--leader-elect=false",
 		// No serving endpoint at all: no port to pick, no delegated
@@ -64,7 +73,7 @@ func StartGarbageCollector(t testing.TB, env *Env) {
 		"--bind-address=127.0.0.1",
 		"--use-service-account-credentials=false",
 	)
-	out := &lockedBuffer{ready: make(chan struct{})}
+	out := &lockedBuffer{ready: make(chan struct{}), readyLine: readyLine}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -81,30 +90,34 @@ func StartGarbageCollector(t testing.TB, env *Env) {
 		}
 	})
 
+	if readyLine == "" {
+		return
+	}
 	select {
 	case <-out.ready:
 	case err := <-exited:
 		exited <- err // for the cleanup
-		t.Fatalf("envtest: %s exited before the garbage collector started: %v\n%s", controllerManager, err, out.String())
-	case <-time.After(Timeout(defaultGCStartTimeout)):
-		t.Fatalf("envtest: the garbage collector did not start within %s (raise %s on a slow machine)", Timeout(defaultGCStartTimeout), TimeoutScaleEnv)
+		t.Fatalf("envtest: %s exited before %v started: %v\n%s", controllerManager, controllers, err, out.String())
+	case <-time.After(Timeout(defaultControllersStartTimeout)):
+		t.Fatalf("envtest: %v did not start within %s (raise %s on a slow machine)", controllers, Timeout(defaultControllersStartTimeout), TimeoutScaleEnv)
 	}
 }
 
 // lockedBuffer collects a process's output and closes ready when
-// gcReadyLine appears.
+// readyLine appears.
 type lockedBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	ready chan struct{}
-	seen  bool
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	ready     chan struct{}
+	readyLine string
+	seen      bool
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.buf.Write(p)
-	if !b.seen && strings.Contains(b.buf.String(), gcReadyLine) {
+	if !b.seen && b.readyLine != "" && strings.Contains(b.buf.String(), b.readyLine) {
 		b.seen = true
 		close(b.ready)
 	}

@@ -165,6 +165,7 @@ func (s *Server) sources(ctx context.Context, c config.Serve) (bundleSrc, shadow
 	if bundleSrc, err = s.policy(ctx, c); err != nil {
 		return nil, nil, err
 	}
+	s.State.SetConfirmationWindow(c.Quota.ConfirmationWindow)
 	if shadowSrc, err = s.shadow(ctx, c); err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/test/envtest"
+)
+
+// platformGuarantee is tenant platform's guaranteed nvidia.com/gpu in the
+// default model; its build class is non-preemptible.
+const platformGuarantee = 8
+
+// confirmationWindow is the quota.confirmationWindow these tests run with.
+const confirmationWindow = 4 * time.Second
+
+// TestUnconfirmedReservationsAreReleased: creates that the API server
+// rejects after Mandate admitted them (an invalid container name is
+// checked after mutating admission), and reviews POSTed straight to
+// /mutate that no create follows, each reserve a guaranteed GPU; none is
+// ever stored, so once the confirmation window has passed the tenant's
+// whole guarantee is available again.
+func TestUnconfirmedReservationsAreReleased(t *testing.T) {
+	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Quota.ConfirmationWindow = confirmationWindow }})
+	s.populate(t)
+	ctx := context.Background()
+	nonPreemptible := func() int {
+		return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].NonPreemptible
+	}
+
+	const rejected = platformGuarantee / 2
+	for i := range rejected {
+		pod := buildPod(fmt.Sprintf("rejected-%d", i))
+		pod.Spec.Containers[0].Name = "Not_A_DNS_Label"
+		err := s.env.Client.Create(ctx, pod)
+		if !apierrors.IsInvalid(err) {
+			t.Fatalf("create %d: error = %v, want Invalid (after Mandate admitted it)", i, err)
+		}
+	}
+	forged := platformGuarantee - rejected
+	for i := range forged {
+		s.forgeReview(t, buildPod(fmt.Sprintf("forged-%d", i)))
+	}
+	start := time.Now()
+	if got := nonPreemptible(); got != platformGuarantee {
+		t.Fatalf("after %d rejected creates and %d forged reviews platform holds %d non-preemptible GPUs, want %d reserved",
+			rejected, forged, got, platformGuarantee)
+	}
+	envtest.WaitFor(t, confirmationWindow+30*time.Second, "the unconfirmed reservations to be released", func() bool {
+		return nonPreemptible() == 0
+	})
+	t.Logf("%d rejected creates and %d forged reviews held platform's guarantee of %d for %s (window %s)",
+		rejected, forged, platformGuarantee, time.Since(start).Round(100*time.Millisecond), confirmationWindow)
+
+	pod := buildPod("after-window")
+	if err := s.env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+		t.Errorf("the first pod after the window has mandate.dev/preemptible=%q, want false: the guarantee should be free again", got)
+	}
+}
+
+// TestDeploymentPodsSpendTheGuaranteeOnce: a Deployment's pods are created
+// by the ReplicaSet controller with generateName, so they have no name when
+// Mandate decides them; they are reserved under their request's uid all the
+// same, and of 20 one-GPU build pods exactly platform's guarantee runs
+// non-preemptible.
+func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
+	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Quota.ConfirmationWindow = time.Minute }})
+	s.populate(t)
+	envtest.StartControllers(t, s.env, "", "deployment-controller", "replicaset-controller")
+	ctx := context.Background()
+	const replicas = 20
+	template := buildPod("")
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "platform"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(replicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: template.Spec},
+		},
+	}
+	if err := s.env.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	envtest.WaitFor(t, 2*time.Minute, fmt.Sprintf("the ReplicaSet controller to create %d pods", replicas), func() bool {
+		return s.env.Client.List(ctx, &pods, client.InNamespace("platform"), client.MatchingLabels{"app": "web"}) == nil &&
+			len(pods.Items) == replicas
+	})
+	byPreemptible := map[string]int{}
+	for _, p := range pods.Items {
+		if p.GenerateName == "" {
+			t.Errorf("pod %s was not made with generateName", p.Name)
+		}
+		byPreemptible[p.Labels[ledger.LabelPreemptible]]++
+	}
+	if byPreemptible["false"] != platformGuarantee || byPreemptible["true"] != replicas-platformGuarantee {
+		t.Errorf("of %d Deployment pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
+			replicas, byPreemptible, platformGuarantee)
+	}
+}
+
+// buildPod is a one-GPU build pod of tenant platform.
+func buildPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "platform"},
+		Spec: corev1.PodSpec{
+			PriorityClassName: "build",
+			Containers: []corev1.Container{{Name: "build", Image: "registry.example/build:1",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}},
+		},
+	}
+}
+
+// forgeReview POSTs an AdmissionReview for pod straight to /mutate, as
+// anything that reaches the webhook port could, and checks it was admitted.
+func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID("forged-" + pod.Name),
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: pod.Namespace, Name: pod.Name, Operation: admissionv1.Create,
+			Object: runtime.RawExtension{Raw: raw}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := s.env.Environment.WebhookInstallOptions
+	url := "https://" + net.JoinHostPort(hooks.LocalServingHost, strconv.Itoa(hooks.LocalServingPort)) + "/mutate"
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // envtest's serving certificate
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil || !out.Response.Allowed {
+		t.Fatalf("forged review of %s: %v %+v", pod.Name, err, out.Response)
+	}
+}
