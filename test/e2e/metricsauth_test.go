@@ -53,17 +53,23 @@ func TestMetricsNeedAuthentication(t *testing.T) {
 			t.Errorf("GET %s without a token = %d, want 401", path, got)
 		}
 	}
-	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "scraper"}}); err != nil {
-		t.Fatal(err)
+	// Two service accounts: the authorizer caches a denial for 30s, so the
+	// one refused is not the one granted afterwards.
+	token := func(name string) string {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+		if err := c.Create(ctx, sa); err != nil {
+			t.Fatal(err)
+		}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+		if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+			t.Fatalf("request a token for %s: %v", name, err)
+		}
+		return tr.Status.Token
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
-	if err := c.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "scraper"}}, tr); err != nil {
-		t.Fatalf("request a token: %v", err)
-	}
-	token := tr.Status.Token
-	if got := get("/metrics", token); got != http.StatusForbidden {
+	if got := get("/metrics", token("outsider")); got != http.StatusForbidden {
 		t.Errorf("GET /metrics as a service account without the right = %d, want 403", got)
 	}
+	scraper := token("scraper")
 
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "mandate-metrics-reader"},
 		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", bundles.StatusPath}, Verbs: []string{"get"}}}}
@@ -78,7 +84,7 @@ func TestMetricsNeedAuthentication(t *testing.T) {
 	}
 	for _, path := range []string{"/metrics", bundles.StatusPath} {
 		envtest.WaitFor(t, 30*time.Second, "GET "+path+" as the granted service account to answer 200", func() bool {
-			return get(path, token) == http.StatusOK
+			return get(path, scraper) == http.StatusOK
 		})
 	}
 }
