@@ -35,6 +35,13 @@ func (s *State) confirmationWindow() time.Duration {
 	return config.DefaultConfirmationWindow
 }
 
+// ClaimGangPod takes one of the size GPU pod slots of the admitted gang
+// owner ownerUID for the pod of key (ledger.Ledger.ClaimGangPod), for the
+// confirmation window; false when they are all taken.
+func (s *State) ClaimGangPod(ownerUID, key string, size int) bool {
+	return s.ledger.ClaimGangPod(ownerUID, key, size, s.confirmationWindow())
+}
+
 // Decide is the quota transaction of one admission: for tenant's tree, it
 // releases the earlier reservation of key (the workload decided again must
 // not count against itself), reads the View, calls decide and records the

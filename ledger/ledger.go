@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
@@ -39,6 +40,8 @@ type podEntry struct {
 	// scheduler keys state (+1 preemptible, -1 not, 0 unsaid).
 	class    string
 	explicit int8
+	// owner is the UID of the pod's controller, "" for none.
+	owner string
 }
 
 // Ledger is safe for concurrent use.
@@ -50,6 +53,11 @@ type Ledger struct {
 	// rolled[tenant][resource] includes every descendant, and reservations.
 	rolled   map[string]map[string]Usage
 	reserved map[string]*reservation
+	// owned counts the counted pods of each controller (by UID), and
+	// claims the gang pods admitted on their owner's directives that are
+	// not seen yet (owner UID → claim key → expiry): see ClaimGangPod.
+	owned    map[string]int
+	claims   map[string]map[string]time.Time
 	trees    sync.Map // root tenant → *sync.Mutex, see LockTree
 	now      func() time.Time
 }
@@ -62,6 +70,8 @@ func New(cfg Config) *Ledger {
 		pods:     map[string]podEntry{},
 		rolled:   map[string]map[string]Usage{},
 		reserved: map[string]*reservation{},
+		owned:    map[string]int{},
+		claims:   map[string]map[string]time.Time{},
 		now:      time.Now,
 	}
 }
@@ -119,31 +129,42 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		if gpus := topology.PodGPURequests(pod); len(gpus) > 0 {
 			next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod)}
+			if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+				next.owner = string(c.UID)
+			}
 			counted = true
 		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, ok := l.pods[key]; ok {
-		l.apply(l.nsTenant[old.namespace], old, -1)
-		delete(l.pods, key)
-	}
+	l.forget(key)
 	if counted {
 		l.consume(pod, next.gpus)
+		l.confirmClaim(pod, next.owner)
 		l.pods[key] = next
+		l.owned[next.owner]++
 		l.apply(l.nsTenant[next.namespace], next, +1)
+	}
+}
+
+// forget stops counting the pod of key, if counted. Callers hold the lock.
+func (l *Ledger) forget(key string) {
+	old, ok := l.pods[key]
+	if !ok {
+		return
+	}
+	l.apply(l.nsTenant[old.namespace], old, -1)
+	delete(l.pods, key)
+	if l.owned[old.owner]--; l.owned[old.owner] <= 0 {
+		delete(l.owned, old.owner)
 	}
 }
 
 // DeletePod stops counting a pod.
 func (l *Ledger) DeletePod(namespace, name string) {
-	key := namespace + "/" + name
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, ok := l.pods[key]; ok {
-		l.apply(l.nsTenant[old.namespace], old, -1)
-		delete(l.pods, key)
-	}
+	l.forget(namespace + "/" + name)
 }
 
 // apply adds (sign +1) or removes (-1) a pod's GPUs on the tenant and every

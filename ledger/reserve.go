@@ -140,12 +140,23 @@ func (l *Ledger) shrink(key string, r *reservation, gpus map[string]int) {
 	l.applyReservation(r, +1)
 }
 
-// expire drops reservations past their time. Callers hold the lock.
+// expire drops reservations and gang claims past their time. Callers
+// hold the lock.
 func (l *Ledger) expire() {
 	now := l.now()
 	for key, r := range l.reserved {
 		if now.After(r.expires) {
 			l.release(key)
+		}
+	}
+	for owner, pending := range l.claims {
+		for key, expires := range pending {
+			if now.After(expires) {
+				delete(pending, key)
+			}
+		}
+		if len(pending) == 0 {
+			delete(l.claims, owner)
 		}
 	}
 }

@@ -117,3 +117,37 @@ func TestStoredPodIsNotReservedAgain(t *testing.T) {
 	require.Equal(t, 0, l.Reservations())
 	require.Equal(t, 4, l.Usage("product")["product"]["nvidia.com/gpu"].Total)
 }
+
+// TestGangPodClaims: an owner admitted for 2 GPU pods lends its directives
+// to 2 pods at a time, its counted pods and pending claims together; a
+// claim is confirmed by its pod being counted, ends with the window, and a
+// request reinvoked keeps its claim.
+func TestGangPodClaims(t *testing.T) {
+	l := New(testConfig)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	l.UpsertNamespace(ns("p", "product"))
+	const owner, size = "job-uid", 2
+	require.True(t, l.ClaimGangPod(owner, RequestKey("r1"), size, time.Minute))
+	require.True(t, l.ClaimGangPod(owner, RequestKey("r1"), size, time.Minute), "the same request again")
+	require.True(t, l.ClaimGangPod(owner, "", size, time.Minute), "a dry run sees a free slot")
+	require.True(t, l.ClaimGangPod(owner, WorkloadKey("v1", "Pod", "p", "named"), size, time.Minute))
+	require.False(t, l.ClaimGangPod(owner, RequestKey("r3"), size, time.Minute), "beyond the admitted size")
+	require.False(t, l.ClaimGangPod(owner, "", size, time.Minute))
+
+	// The first pod is stored: its claim becomes a counted pod; still full.
+	pod := gpuPod("p", "train-x7k2p", "build", 1, corev1.PodPending, nil)
+	pod.Annotations = map[string]string{workload.AnnotationReservation: RequestKey("r1")}
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: owner, Controller: ptr(true)}}
+	l.UpsertPod(pod)
+	require.False(t, l.ClaimGangPod(owner, RequestKey("r4"), size, time.Minute))
+
+	// The named pod's create never completed: its claim ends with the window.
+	now = now.Add(2 * time.Minute)
+	require.True(t, l.ClaimGangPod(owner, RequestKey("r5"), size, time.Minute))
+	// A finished pod frees its slot.
+	pod.Status.Phase = corev1.PodSucceeded
+	l.UpsertPod(pod)
+	require.True(t, l.ClaimGangPod(owner, RequestKey("r6"), size, time.Minute))
+	require.False(t, l.ClaimGangPod(owner, RequestKey("r7"), size, time.Minute))
+}

@@ -11,16 +11,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
 
 // GangDirectives returns the directives recorded on the controlling owner
 // of a pod when that owner is a gang kind (workload.IsGangOwner) that was
-// admitted. ok is false for anything else: no Owners reader, not a pod, no
-// such owner, an owner without directives, or an owner that is gone or was
-// replaced (UID mismatch).
-func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstructured) (evaluator.Directives, bool, error) {
+// admitted, and the pod is one the owner was admitted for. ok is false for
+// anything else, and the pod is then decided on its own: no Owners reader,
+// not a pod, no such owner, an owner without directives, an owner that is
+// gone or was replaced (UID mismatch), a pod asking for another GPU
+// resource or more GPUs than any of the owner's pods, or a GPU pod beyond
+// the owner's admitted GPU pod count (its pods counted and being admitted:
+// cluster.State.ClaimGangPod, keyed like the pod's reservation). A tenant
+// cannot add pods to its admitted gang by naming it as their owner.
+func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (evaluator.Directives, bool, error) {
 	if s.Owners == nil || obj.GroupVersionKind() != workload.PodGVK {
 		return evaluator.Directives{}, false, nil
 	}
@@ -46,14 +52,57 @@ func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstruct
 	if err != nil {
 		return evaluator.Directives{}, false, fmt.Errorf("owner %s %s/%s: %w", ref.Kind, obj.GetNamespace(), ref.Name, err)
 	}
-	return d, ok, nil
+	if !ok {
+		return evaluator.Directives{}, false, nil
+	}
+	return d, s.admittedFor(obj, owner, req), nil
+}
+
+// admittedFor says whether pod fits the gang owner was admitted as: no
+// more GPUs than the owner's largest pod, of the same resource, and, for a
+// GPU pod, a free slot among the owner's GPU pods. An owner or pod that
+// does not normalise is not a gang to join.
+func (s *Service) admittedFor(pod, owner *unstructured.Unstructured, req evaluator.Request) bool {
+	pw, err := workload.Normalize(pod)
+	if err != nil {
+		return false
+	}
+	if pw.TotalGPUs == 0 {
+		return true
+	}
+	ow, err := workload.Normalize(owner)
+	if err != nil || pw.GPUResource != ow.GPUResource || pw.GPUsPerPod > ow.GPUsPerPod {
+		return false
+	}
+	gpuPods := 0
+	for _, r := range ow.Roles {
+		if r.GPUsPerPod > 0 {
+			gpuPods += r.Replicas
+		}
+	}
+	key := podKey(pw, req)
+	if req.DryRun {
+		key = ""
+	}
+	return s.State.ClaimGangPod(string(owner.GetUID()), key, gpuPods)
+}
+
+// podKey keys a pod's reservation and gang claim: its name's, or, without
+// a name yet, its request's.
+func podKey(w workload.Workload, req evaluator.Request) string {
+	if w.Name != "" {
+		return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
+	}
+	return ledger.RequestKey(req.UID)
 }
 
 // RenderGang is the patch that admits a pod of an admitted gang with the
 // directives its owner was admitted with: never re-decided, so never
-// counted twice nor denied on its own. Errors wrap workload.ErrInvalid when
-// the pod cannot be read.
-func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives) ([]jsonpatch.JsonPatchOperation, error) {
+// counted twice nor denied on its own. A pod without a name yet carries its
+// request's key (workload.AnnotationReservation), with which its stored
+// version confirms its gang claim. Errors wrap workload.ErrInvalid when the
+// pod cannot be read.
+func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request) ([]jsonpatch.JsonPatchOperation, error) {
 	w, err := workload.Normalize(obj)
 	if err != nil {
 		return nil, err
@@ -61,6 +110,13 @@ func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives) ([]jsonp
 	mutated, err := scheduler.Render(obj, w, d)
 	if err != nil {
 		return nil, fmt.Errorf("the owner's directives: %w", err)
+	}
+	mark := ""
+	if w.Name == "" && !req.DryRun {
+		mark = ledger.RequestKey(req.UID)
+	}
+	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {
+		return nil, err
 	}
 	return scheduler.Patch(obj, mutated)
 }

@@ -23,7 +23,6 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -227,13 +226,10 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 // (MarkReservation); "" for dry runs and for requests without a uid,
 // which hold none.
 func reservationKey(w workload.Workload, req evaluator.Request) string {
-	switch {
-	case req.DryRun:
+	if req.DryRun {
 		return ""
-	case w.Name != "":
-		return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
 	}
-	return ledger.RequestKey(req.UID)
+	return podKey(w, req)
 }
 
 // namespace is the state's view of a namespace or, when the state has not

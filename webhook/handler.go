@@ -58,12 +58,12 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if done {
 		return observe(webhookMutate, req, start, resp)
 	}
-	if d, ok, err := m.Reviewer.GangDirectives(ctx, obj); err != nil {
+	if d, ok, err := m.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
 		log.Error(err, "unable to read the pod's owner")
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		// Not a decision: the gang was decided when its owner was admitted.
-		resp := applyGang(obj, d)
+		resp := applyGang(obj, d, requestOf(req))
 		log.V(1).Info("pod of an admitted gang", "allowed", resp.Allowed)
 		return observe(webhookMutate, req, start, resp)
 	}
@@ -154,8 +154,8 @@ func requestOf(req admission.Request) evaluator.Request {
 // applyGang admits a pod of an admitted gang with the directives its owner
 // was admitted with: never re-decided, so never counted twice nor denied
 // on its own.
-func applyGang(obj *unstructured.Unstructured, d evaluator.Directives) admission.Response {
-	patch, err := review.RenderGang(obj, d)
+func applyGang(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request) admission.Response {
+	patch, err := review.RenderGang(obj, d, req)
 	if errors.Is(err, workload.ErrInvalid) || errors.Is(err, workload.ErrUnsupportedKind) {
 		return inputError(err)
 	}

@@ -55,7 +55,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if _, marked, _ := scheduler.RecordedDirectives(obj.GetAnnotations()); marked {
 		return observe(webhookValidate, req, start, admission.Allowed("admitted by the mutating webhook"))
 	}
-	if _, ok, err := v.Reviewer.GangDirectives(ctx, obj); err != nil {
+	if _, ok, err := v.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
 		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		return observe(webhookValidate, req, start, admission.Allowed("pod of an admitted gang"))

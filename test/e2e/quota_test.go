@@ -14,6 +14,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -167,5 +168,56 @@ func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
 	var out admissionv1.AdmissionReview
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil || !out.Response.Allowed {
 		t.Fatalf("forged review of %s: %v %+v", pod.Name, err, out.Response)
+	}
+}
+
+// TestPodsClaimingAnAdmittedJobBeyondItsSize: a Job admitted for 2 one-GPU
+// build pods lends its directives to 2 pods that name it as their
+// controller; the tenant's further pods naming it are decided on their
+// own, so of 12 such pods exactly platform's guarantee of 8 runs
+// non-preemptible, and one asking for 8 GPUs, more than any of the Job's
+// pods, is decided too (preemptible: the guarantee is spent).
+func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
+	s := start(t)
+	s.populate(t)
+	ctx := context.Background()
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "platform"},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)),
+			Template: corev1.PodTemplateSpec{Spec: buildPod("").Spec}},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := s.env.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Labels[ledger.LabelPreemptible] != "" || job.Spec.Template.Labels[ledger.LabelPreemptible] != "false" {
+		t.Fatalf("the Job was admitted with pod labels %v, want non-preemptible", job.Spec.Template.Labels)
+	}
+	claimer := func(name string, gpus string) *corev1.Pod {
+		pod := buildPod(name)
+		pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse(gpus)
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+			Controller: ptr.To(true)}}
+		return pod
+	}
+	byPreemptible := map[string]int{}
+	const claimers = 12
+	for i := range claimers {
+		pod := claimer(fmt.Sprintf("claimer-%d", i), "1")
+		if err := s.env.Client.Create(ctx, pod); err != nil {
+			t.Fatalf("claimer %d: %v", i, err)
+		}
+		byPreemptible[pod.Labels[ledger.LabelPreemptible]]++
+	}
+	if byPreemptible["false"] != platformGuarantee || byPreemptible["true"] != claimers-platformGuarantee {
+		t.Errorf("of %d pods naming the 2-pod Job as controller, by mandate.dev/preemptible: %v; want %d non-preemptible (2 of the Job's, 6 decided within platform's guarantee), the rest preemptible",
+			claimers, byPreemptible, platformGuarantee)
+	}
+	greedy := claimer("greedy", "8")
+	if err := s.env.Client.Create(ctx, greedy); err != nil {
+		t.Fatal(err)
+	}
+	if got := greedy.Labels[ledger.LabelPreemptible]; got != "true" {
+		t.Errorf("an 8-GPU pod naming the 1-GPU-per-pod Job has mandate.dev/preemptible=%q, want true: decided on its own past platform's guarantee", got)
 	}
 }

@@ -115,8 +115,10 @@ func TestWebhooks(t *testing.T) {
 		}
 
 		t.Run("its pods join its PodGroup without a new decision", func(t *testing.T) {
-			// 16 GPUs in one pod could never fit an 8-GPU node: decided on
-			// its own, this pod would be denied.
+			// Without the Job's training class, decided on its own, this
+			// pod would be an interactive one at priority build, above
+			// research-vision's tiers: denied. As one of the Job's pods (the
+			// Job's 4 GPUs per pod) it is not decided again.
 			const lone = `
 apiVersion: v1
 kind: Pod
@@ -126,7 +128,7 @@ metadata:
 spec:
   restartPolicy: Never
   containers:
-  - {name: train, image: vit, resources: {limits: {nvidia.com/gpu: "16"}}}
+  - {name: train, image: vit, resources: {limits: {nvidia.com/gpu: "4"}}}
 `
 			if d := s.decide(t, lone); d.Allowed {
 				t.Fatalf("fixture: the pod alone must be denied: %+v", d)
