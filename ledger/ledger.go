@@ -56,10 +56,10 @@ type Ledger struct {
 	// owned counts the counted pods of each controller (by UID), and
 	// claims the gang pods admitted on their owner's directives that are
 	// not seen yet (owner UID → claim key → expiry): see ClaimGangPod.
-	owned    map[string]int
-	claims   map[string]map[string]time.Time
-	trees    sync.Map // root tenant → *sync.Mutex, see LockTree
-	now      func() time.Time
+	owned  map[string]int
+	claims map[string]map[string]time.Time
+	trees  sync.Map // root tenant → *sync.Mutex, see LockTree
+	now    func() time.Time
 }
 
 // New returns an empty ledger.
