@@ -44,6 +44,14 @@ type podEntry struct {
 	owner string
 }
 
+// attribution is what a pod consumes of reservations: its GPUs, under each
+// of its reservation keys, for its tenant.
+type attribution struct {
+	keys   []string
+	tenant string
+	gpus   map[string]int
+}
+
 // Ledger is safe for concurrent use.
 type Ledger struct {
 	mu       sync.RWMutex
@@ -53,6 +61,12 @@ type Ledger struct {
 	// rolled[tenant][resource] includes every descendant, and reservations.
 	rolled   map[string]map[string]Usage
 	reserved map[string]*reservation
+	// consumed sums, per consumedKey, the GPUs of the pods seen that
+	// consume that reservation; attributed remembers each pod's share
+	// (terminal pods too: a finished pod still consumed its reservation)
+	// until the pod is deleted.
+	consumed   map[string]map[string]int
+	attributed map[string]attribution
 	// owned counts the counted pods of each controller (by UID), and
 	// claims the gang pods admitted on their owner's directives that are
 	// not seen yet (owner UID → claim key → expiry): see ClaimGangPod.
@@ -65,14 +79,16 @@ type Ledger struct {
 // New returns an empty ledger.
 func New(cfg Config) *Ledger {
 	return &Ledger{
-		cfg:      cfg,
-		nsTenant: map[string]string{},
-		pods:     map[string]podEntry{},
-		rolled:   map[string]map[string]Usage{},
-		reserved: map[string]*reservation{},
-		owned:    map[string]int{},
-		claims:   map[string]map[string]time.Time{},
-		now:      time.Now,
+		cfg:        cfg,
+		nsTenant:   map[string]string{},
+		pods:       map[string]podEntry{},
+		rolled:     map[string]map[string]Usage{},
+		reserved:   map[string]*reservation{},
+		consumed:   map[string]map[string]int{},
+		attributed: map[string]attribution{},
+		owned:      map[string]int{},
+		claims:     map[string]map[string]time.Time{},
+		now:        time.Now,
 	}
 }
 
@@ -87,7 +103,7 @@ func (l *Ledger) SetConfig(cfg Config) {
 		l.apply(l.nsTenant[e.namespace], e, +1)
 	}
 	for _, r := range l.reserved {
-		l.applyReservation(r, +1)
+		l.applyReservation(r, r.applied, +1)
 	}
 }
 
@@ -122,24 +138,33 @@ func (l *Ledger) setTenant(ns, tenant string) {
 
 // UpsertPod counts a pod's GPUs; terminal pods and pods without GPUs count
 // nothing. Pending pods count: they are admitted work waiting for capacity.
+// A pod's GPUs, terminal or not, consume the reservations it was admitted
+// under, so they count once.
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	key := pod.Namespace + "/" + pod.Name
+	gpus := topology.PodGPURequests(pod)
 	var next podEntry
 	counted := false
-	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		if gpus := topology.PodGPURequests(pod); len(gpus) > 0 {
-			next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod)}
-			if c := metav1.GetControllerOfNoCopy(pod); c != nil {
-				next.owner = string(c.UID)
-			}
-			counted = true
+	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod)}
+		if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+			next.owner = string(c.UID)
 		}
+		counted = true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forget(key)
+	if old, ok := l.attributed[key]; ok {
+		l.attribute(old, -1)
+		delete(l.attributed, key)
+	}
+	if len(gpus) > 0 {
+		a := attribution{keys: reservationKeys(pod), tenant: l.nsTenant[pod.Namespace], gpus: gpus}
+		l.attributed[key] = a
+		l.attribute(a, +1)
+	}
 	if counted {
-		l.consume(pod, next.gpus)
 		l.confirmClaim(pod, next.owner)
 		l.pods[key] = next
 		l.owned[next.owner]++
@@ -162,9 +187,14 @@ func (l *Ledger) forget(key string) {
 
 // DeletePod stops counting a pod.
 func (l *Ledger) DeletePod(namespace, name string) {
+	key := namespace + "/" + name
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.forget(namespace + "/" + name)
+	l.forget(key)
+	if old, ok := l.attributed[key]; ok {
+		l.attribute(old, -1)
+		delete(l.attributed, key)
+	}
 }
 
 // apply adds (sign +1) or removes (-1) a pod's GPUs on the tenant and every

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -17,12 +18,22 @@ const requestKeyPrefix = "uid/"
 
 // reservation is GPUs granted to an admitted workload whose pods the ledger
 // has not (all) seen yet, so that admissions in quick succession, ahead of
-// the informers, do not each see the same free quota.
+// the informers, do not each see the same free quota. What counts of it is
+// what the pods seen so far have not consumed (Ledger.consumed): applied.
 type reservation struct {
-	tenant      string
-	gpus        map[string]int
-	preemptible bool
-	expires     time.Time
+	Reservation
+	applied map[string]int
+}
+
+// Reservation is one reservation as the ledger keeps it and as a shared
+// ledger (package cluster) stores it: the tenant, the GPUs per resource
+// granted, whether they are preemptible, and until when they count unless
+// pods consume them.
+type Reservation struct {
+	Tenant      string         `json:"tenant"`
+	GPUs        map[string]int `json:"gpus"`
+	Preemptible bool           `json:"preemptible"`
+	Expires     time.Time      `json:"expires"`
 }
 
 // WorkloadKey names a workload for reservations: group/Kind/namespace/name.
@@ -63,21 +74,55 @@ func (l *Ledger) Reserve(key, tenant string, gpus map[string]int, preemptible bo
 	if len(gpus) == 0 || tenant == "" {
 		return
 	}
-	copied := make(map[string]int, len(gpus))
-	for r, n := range gpus {
-		copied[r] = n
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.release(key)
-	if name, isPod := strings.CutPrefix(key, podKeyPrefix); isPod {
-		if _, stored := l.pods[name]; stored {
-			return
-		}
+	if l.storedPod(key) {
+		return
 	}
-	r := &reservation{tenant: tenant, gpus: copied, preemptible: preemptible, expires: l.now().Add(ttl)}
-	l.reserved[key] = r
-	l.applyReservation(r, +1)
+	l.add(key, Reservation{Tenant: tenant, GPUs: maps.Clone(gpus), Preemptible: preemptible, Expires: l.now().Add(ttl)})
+}
+
+// Now is the ledger's clock: reservations expire by it.
+func (l *Ledger) Now() time.Time { return l.now() }
+
+// storedPod says whether key is the WorkloadKey of a pod the ledger counts.
+// Callers hold the lock.
+func (l *Ledger) storedPod(key string) bool {
+	name, isPod := strings.CutPrefix(key, podKeyPrefix)
+	_, stored := l.pods[name]
+	return isPod && stored
+}
+
+// add records a reservation and counts what pods have not consumed of it.
+// Callers hold the lock and released key before.
+func (l *Ledger) add(key string, r Reservation) {
+	l.reserved[key] = &reservation{Reservation: r}
+	l.refresh(key)
+}
+
+// Put records reservation r under key as it is (a shared ledger's entry),
+// replacing any other; an expired or empty one is dropped.
+func (l *Ledger) Put(key string, r Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release(key)
+	if r.Tenant == "" || len(r.GPUs) == 0 || l.now().After(r.Expires) {
+		return
+	}
+	r.GPUs = maps.Clone(r.GPUs)
+	l.add(key, r)
+}
+
+// Reservation returns the reservation of key, if any.
+func (l *Ledger) Reservation(key string) (Reservation, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	r, ok := l.reserved[key]
+	if !ok {
+		return Reservation{}, false
+	}
+	return r.Reservation, true
 }
 
 // Release drops the reservation of key, if any: the workload is being
@@ -92,52 +137,74 @@ func (l *Ledger) Release(key string) {
 // release drops a reservation. Callers hold the lock.
 func (l *Ledger) release(key string) {
 	if r, ok := l.reserved[key]; ok {
-		l.applyReservation(r, -1)
+		l.applyReservation(r, r.applied, -1)
 		delete(l.reserved, key)
 	}
 }
 
-// consume moves a seen pod's GPUs out of the reservation of the pod itself,
-// of its controller owner, or of the request that admitted it or its owner
-// without a name (workload.AnnotationReservation), so they count once.
-// Callers hold the lock.
-func (l *Ledger) consume(pod *corev1.Pod, gpus map[string]int) {
-	l.release(WorkloadKey("v1", "Pod", pod.Namespace, pod.Name))
+// consumedKey keys Ledger.consumed: a reservation key and the tenant of
+// the pods consuming it, so a key copied into another tenant's pod (an
+// exempt namespace's, which Mandate never rewrites) consumes nothing of it.
+func consumedKey(key, tenant string) string { return key + "\x00" + tenant }
+
+// reservationKeys are the reservations a pod's GPUs consume: the pod's own
+// (a named pod), its controller owner's (a gang's pods, pod by pod) and
+// the request's that admitted it or its owner without a name
+// (workload.AnnotationReservation).
+func reservationKeys(pod *corev1.Pod) []string {
+	keys := []string{WorkloadKey("v1", "Pod", pod.Namespace, pod.Name)}
+	if owner := metav1.GetControllerOfNoCopy(pod); owner != nil {
+		keys = append(keys, WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name))
+	}
 	if key := pod.Annotations[workload.AnnotationReservation]; strings.HasPrefix(key, requestKeyPrefix) {
-		// Only a reservation of the pod's own tenant: a key copied into
-		// another tenant's pod (an exempt namespace's, which Mandate never
-		// rewrites) must not release it.
-		if r, ok := l.reserved[key]; ok && r.tenant == l.nsTenant[pod.Namespace] {
-			l.shrink(key, r, gpus)
-			return
+		keys = append(keys, key)
+	}
+	return keys
+}
+
+// attribute adds (sign +1) or removes (-1) a pod's GPUs to what its
+// reservations' keys have consumed, and recounts those reservations.
+// Callers hold the lock.
+func (l *Ledger) attribute(a attribution, sign int) {
+	for _, key := range a.keys {
+		ck := consumedKey(key, a.tenant)
+		c := l.consumed[ck]
+		if c == nil {
+			c = map[string]int{}
+			l.consumed[ck] = c
+		}
+		for res, n := range a.gpus {
+			c[res] += sign * n
+			if c[res] <= 0 {
+				delete(c, res)
+			}
+		}
+		if len(c) == 0 {
+			delete(l.consumed, ck)
+		}
+		if r, ok := l.reserved[key]; ok && r.Tenant == a.tenant {
+			l.refresh(key)
 		}
 	}
-	owner := metav1.GetControllerOf(pod)
-	if owner == nil {
-		return
-	}
-	key := WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name)
-	if r, ok := l.reserved[key]; ok {
-		l.shrink(key, r, gpus)
-	}
 }
 
-// shrink takes a seen pod's GPUs off reservation r (of key), dropping it
-// when nothing is left. Callers hold the lock.
-func (l *Ledger) shrink(key string, r *reservation, gpus map[string]int) {
-	l.applyReservation(r, -1)
-	for res, n := range gpus {
-		r.gpus[res] = max(r.gpus[res]-n, 0)
+// refresh recounts reservation key: its GPUs less what pods consumed of
+// them. Callers hold the lock.
+func (l *Ledger) refresh(key string) {
+	r := l.reserved[key]
+	consumed := l.consumed[consumedKey(key, r.Tenant)]
+	left := make(map[string]int, len(r.GPUs))
+	for res, n := range r.GPUs {
+		if n -= consumed[res]; n > 0 {
+			left[res] = n
+		}
 	}
-	left := 0
-	for _, n := range r.gpus {
-		left += n
-	}
-	if left == 0 {
-		delete(l.reserved, key)
+	if maps.Equal(left, r.applied) {
 		return
 	}
-	l.applyReservation(r, +1)
+	l.applyReservation(r, r.applied, -1)
+	r.applied = left
+	l.applyReservation(r, r.applied, +1)
 }
 
 // expire drops reservations and gang claims past their time. Callers
@@ -145,7 +212,7 @@ func (l *Ledger) shrink(key string, r *reservation, gpus map[string]int) {
 func (l *Ledger) expire() {
 	now := l.now()
 	for key, r := range l.reserved {
-		if now.After(r.expires) {
+		if now.After(r.Expires) {
 			l.release(key)
 		}
 	}
@@ -161,8 +228,10 @@ func (l *Ledger) expire() {
 	}
 }
 
-func (l *Ledger) applyReservation(r *reservation, sign int) {
-	l.apply(r.tenant, podEntry{gpus: r.gpus, explicit: explicitOf(r.preemptible)}, sign)
+func (l *Ledger) applyReservation(r *reservation, gpus map[string]int, sign int) {
+	if len(gpus) > 0 {
+		l.apply(r.Tenant, podEntry{gpus: gpus, explicit: explicitOf(r.Preemptible)}, sign)
+	}
 }
 
 func explicitOf(preemptible bool) int8 {
@@ -172,12 +241,19 @@ func explicitOf(preemptible bool) int8 {
 	return -1
 }
 
-// Reservations counts the workloads still reserved.
+// Reservations counts the workloads still reserved: those whose pods have
+// not consumed all their GPUs yet.
 func (l *Ledger) Reservations() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
-	return len(l.reserved)
+	n := 0
+	for _, r := range l.reserved {
+		if len(r.applied) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // LockTree serialises deciding and reserving for one tenant tree (the
@@ -185,8 +261,22 @@ func (l *Ledger) Reservations() int {
 // reserving, no other admission of the same tree may read. It returns the
 // unlock function.
 func (l *Ledger) LockTree(tenant string) func() {
-	root := tenant
+	v, _ := l.trees.LoadOrStore(l.RootOf(tenant), &sync.Mutex{})
+	m := v.(*sync.Mutex)
+	m.Lock()
+	return m.Unlock
+}
+
+// RootOf is the root of tenant's tree (tenant itself for a root).
+func (l *Ledger) RootOf(tenant string) string {
 	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.rootOf(tenant)
+}
+
+// rootOf is RootOf for callers holding the lock.
+func (l *Ledger) rootOf(tenant string) string {
+	root := tenant
 	for depth := 0; depth < maxDepth; depth++ {
 		p := l.cfg.Parents[root]
 		if p == "" {
@@ -194,9 +284,49 @@ func (l *Ledger) LockTree(tenant string) func() {
 		}
 		root = p
 	}
-	l.mu.RUnlock()
-	v, _ := l.trees.LoadOrStore(root, &sync.Mutex{})
-	m := v.(*sync.Mutex)
-	m.Lock()
-	return m.Unlock
+	return root
+}
+
+// TreeReservations are the unexpired reservations of the tenants of root's
+// tree, by key: what a shared ledger stores for the tree.
+func (l *Ledger) TreeReservations(root string) map[string]Reservation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	out := map[string]Reservation{}
+	for key, r := range l.reserved {
+		if l.rootOf(r.Tenant) == root {
+			out[key] = r.Reservation
+		}
+	}
+	return out
+}
+
+// SetTreeReservations makes rs the reservations of root's tree, as a shared
+// ledger holds them (every replica's): the tree's others are released, and
+// what pods seen here consumed of each still counts as consumed.
+func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for key, r := range l.reserved {
+		if _, keep := rs[key]; !keep && l.rootOf(r.Tenant) == root {
+			l.release(key)
+		}
+	}
+	now := l.now()
+	for key, r := range rs {
+		if old, ok := l.reserved[key]; ok && sameReservation(old.Reservation, r) {
+			continue
+		}
+		l.release(key)
+		if r.Tenant == "" || len(r.GPUs) == 0 || now.After(r.Expires) || l.rootOf(r.Tenant) != root {
+			continue
+		}
+		r.GPUs = maps.Clone(r.GPUs)
+		l.add(key, r)
+	}
+}
+
+func sameReservation(a, b Reservation) bool {
+	return a.Tenant == b.Tenant && a.Preemptible == b.Preemptible && a.Expires.Equal(b.Expires) && maps.Equal(a.GPUs, b.GPUs)
 }
