@@ -40,6 +40,9 @@ type State struct {
 	namespaces map[string]map[string]string
 	// window is the reservations' confirmation window (SetConfirmationWindow).
 	window time.Duration
+	// shared, when set, keeps reservations in TenantLedger objects
+	// (ShareReservations).
+	shared *shared
 }
 
 // New returns an empty State for an authority model: its topology levels

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"time"
 
 	"github.com/mandate-dev/mandate/config"
@@ -46,11 +47,16 @@ func (s *State) ClaimGangPod(ownerUID, key string, size int) bool {
 // releases the earlier reservation of key (the workload decided again must
 // not count against itself), reads the View, calls decide and records the
 // Reservation it returns under key, as one step that no concurrent
-// admission of the same tree interleaves with. An empty key (a dry run, an
-// object without a name yet) releases and reserves nothing. decide's error
-// is returned and nothing is reserved. Rendering and patching belong after
-// Decide returns, outside the transaction.
-func (s *State) Decide(tenant, key string, decide func(View) (Reservation, error)) error {
+// admission of the same tree interleaves with. An empty key (a dry run)
+// releases and reserves nothing. decide's error is returned and nothing is
+// reserved. With shared reservations (ShareReservations) the step is
+// committed to the tree's TenantLedger with a compare-and-swap, and decide
+// may be called again when another replica committed first. Rendering and
+// patching belong after Decide returns, outside the transaction.
+func (s *State) Decide(ctx context.Context, tenant, key string, decide func(View) (Reservation, error)) error {
+	if s.shared != nil && tenant != "" && key != "" {
+		return s.decideShared(ctx, tenant, key, decide)
+	}
 	if tenant != "" {
 		defer s.ledger.LockTree(tenant)()
 	}

@@ -151,6 +151,10 @@ type Quota struct {
 	// ConfirmationWindow is how long an admitted workload's reservation
 	// counts before its stored pods confirm it; past it, it is released.
 	ConfirmationWindow time.Duration `json:"confirmationWindow" yaml:"confirmationWindow" mapstructure:"confirmationWindow"`
+	// Shared keeps the reservations in TenantLedger objects that every
+	// replica commits to (compare-and-swap) and reads, instead of in each
+	// replica's memory; it needs the TenantLedger CRD.
+	Shared bool `json:"shared" yaml:"shared" mapstructure:"shared"`
 }
 
 // DefaultConfirmationWindow is quota.confirmationWindow: long enough for a

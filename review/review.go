@@ -144,7 +144,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	// The quota transaction: reading usage, deciding and reserving happen
 	// as one, so concurrent admissions never both spend the same quota.
 	// Rendering and patching come after it.
-	err = s.State.Decide(w.Tenant, key, func(v cluster.View) (cluster.Reservation, error) {
+	err = s.State.Decide(ctx, w.Tenant, key, func(v cluster.View) (cluster.Reservation, error) {
 		in.Usage, in.Cluster = v.Usage, v.Cluster
 		var err error
 		if d, err = decider.Decide(ctx, in); err != nil {

@@ -453,6 +453,11 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 				assert.Equal(t, []string{"scheduling.volcano.sh"}, r.APIGroups)
 			case strings.HasSuffix(res, "/finalizers"):
 				assert.Equal(t, []string{"update"}, r.Verbs, "only update on %s", res)
+			case res == "tenantledgers":
+				// The shared quota ledger (quota.shared): read, created
+				// once per tenant tree, committed by update; never deleted.
+				assert.Equal(t, []string{"mandate.dev"}, r.APIGroups)
+				assert.ElementsMatch(t, []string{"get", "create", "update"}, r.Verbs)
 			case res == "tokenreviews" || res == "subjectaccessreviews":
 				// --metrics-auth delegates authentication and
 				// authorisation of scrapers to the API server.

@@ -34,6 +34,8 @@ const (
 	// upstreamCRDsDir holds the schedulers' upstream CRDs. It lives in a
 	// "shared" directory beside the repository (or above it).
 	upstreamCRDsDir = "shared/upstream/crds"
+	// mandateCRDs holds Mandate's own CRDs (the chart's crds folder).
+	mandateCRDs = "charts/mandate/crds"
 
 	// UpstreamCRDsEnv overrides where the upstream scheduler CRDs are read from.
 	UpstreamCRDsEnv = "MANDATE_UPSTREAM_CRDS"

@@ -193,6 +193,12 @@ func listCRDFiles(root string, o options) ([]string, error) {
 		return nil, fmt.Errorf("no CRD files (*.yaml, *.yml, *.json) under %s", upstream)
 	}
 
+	// Mandate's own CRDs, as the chart installs them.
+	own, err := filepath.Glob(filepath.Join(root, mandateCRDs, "*.yaml"))
+	if err != nil || len(own) == 0 {
+		return nil, fmt.Errorf("no Mandate CRDs in %s: %v", mandateCRDs, err)
+	}
+	files = append(files, own...)
 	if o.pyTorchJob {
 		files = append(files, filepath.Join(root, pyTorchJobCRD))
 	}

@@ -103,6 +103,18 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err := s.State.Watch(ctx, s.Manager.GetCache()); err != nil {
 		return nil, err
 	}
+	if c.Quota.Shared {
+		if err := cluster.CheckSharedLedger(s.Manager.GetRESTMapper()); err != nil {
+			return nil, err
+		}
+		// Reads and writes of the TenantLedger objects go to the API
+		// server, never a cache: the commit is a compare-and-swap.
+		cl, err := client.New(rc, client.Options{Scheme: scheme, Mapper: s.Manager.GetRESTMapper()})
+		if err != nil {
+			return nil, fmt.Errorf("unable to create the shared ledger's client: %w", err)
+		}
+		s.State.ShareReservations(cl)
+	}
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
 	s.Handlers = webhook.NewHandlers(webhook.HandlerOptions{

@@ -1,0 +1,309 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/ledger"
+)
+
+// TenantLedgerGVK is the kind of the API objects that hold the quota
+// reservations of one tenant tree for every replica
+// (charts/mandate/crds/mandate.dev_tenantledgers.yaml).
+var TenantLedgerGVK = schema.GroupVersionKind{Group: "mandate.dev", Version: "v1alpha1", Kind: "TenantLedger"}
+
+// maxCommitAttempts bounds how often one admission decides again after
+// another replica committed to the same tree first (the admission's own
+// deadline usually ends it sooner).
+const maxCommitAttempts = 200
+
+// maxBackoff bounds the random pause of a commit loop after a conflict, so
+// replicas that collided do not collide again at once.
+const maxBackoff = 20 * time.Millisecond
+
+// ErrLedgerUnavailable wraps a failure to read or commit the shared ledger:
+// the admission fails rather than spend quota no replica can see.
+var ErrLedgerUnavailable = errors.New("the shared quota ledger is unavailable")
+
+// shared keeps the reservations of each tenant tree in a TenantLedger
+// object, so that every replica checks against every replica's
+// reservations and a restarted replica finds them again. The object is the
+// authority; the local ledger mirrors it (as last read or written, plus the
+// reservations decided here and not committed yet) and counts what the
+// pods seen here consumed of each. A decision reads the mirror; its commit
+// is an update at the resourceVersion the mirror was read at
+// (compare-and-swap). Decisions made on a tree while a commit is in flight
+// join the next batch, committed by one update: one API round trip per
+// batch, not per decision. When another replica committed in between, the
+// update conflicts: the mirror is read again and every decision of the
+// batch (and of the one after it, made on top of it) is made again.
+type shared struct {
+	client client.Client
+	trees  sync.Map // root tenant → *sharedTree
+}
+
+// sharedTree is one tree's mirror and commit state, guarded by mu. mu is
+// held while deciding (local work) and reading the object, never while
+// writing it.
+type sharedTree struct {
+	mu sync.Mutex
+	// fresh says the mirror holds the object of resourceVersion rv (""
+	// with exists false: there is none yet) plus uncommitted decisions.
+	fresh  bool
+	exists bool
+	rv     string
+	// open collects the decisions not yet committed; writing says a
+	// commit is in flight.
+	open    *batch
+	writing bool
+}
+
+// batch is decisions committed by one write. done closes when it is
+// committed (err nil), refused (err), or must be decided again (retry).
+type batch struct {
+	done  chan struct{}
+	retry bool
+	err   error
+}
+
+// ShareReservations makes the state keep its quota reservations in
+// TenantLedger objects through c (which must read uncached), shared by
+// every replica: Decide then commits reservations with compare-and-swap
+// updates, batched per tenant tree. Call it before admissions start.
+func (s *State) ShareReservations(c client.Client) { s.shared = &shared{client: c} }
+
+// CheckSharedLedger returns an error that says what to do when the
+// TenantLedger kind is not served (its CRD is not installed).
+func CheckSharedLedger(mapper meta.RESTMapper) error {
+	if _, err := mapper.RESTMapping(TenantLedgerGVK.GroupKind(), TenantLedgerGVK.Version); err != nil {
+		return fmt.Errorf("quota.shared needs the %s CRD (the Helm chart installs it: charts/mandate/crds): %w", TenantLedgerGVK.Kind, err)
+	}
+	return nil
+}
+
+func (sh *shared) tree(root string) *sharedTree {
+	t, _ := sh.trees.LoadOrStore(root, &sharedTree{})
+	return t.(*sharedTree)
+}
+
+// decideShared is Decide's transaction with a shared ledger.
+func (s *State) decideShared(ctx context.Context, tenant, key string, decide func(View) (Reservation, error)) error {
+	root := s.ledger.RootOf(tenant)
+	t := s.shared.tree(root)
+	for range maxCommitAttempts {
+		b, err := s.decideLocally(ctx, root, t, tenant, key, decide)
+		if b == nil || err != nil {
+			return err
+		}
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for the commit: %v", ErrLedgerUnavailable, ctx.Err())
+		}
+		if !b.retry {
+			return b.err
+		}
+	}
+	return fmt.Errorf("%w: %d replicas' commits to %s %s kept conflicting with this one", ErrLedgerUnavailable,
+		maxCommitAttempts, TenantLedgerGVK.Kind, ledgerName(root))
+}
+
+// decideLocally decides on the mirror, records the reservation in it and
+// in the open batch, and starts a commit unless one is in flight. It
+// returns the batch to wait for; nil when there is nothing to commit.
+func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, tenant, key string,
+	decide func(View) (Reservation, error)) (*batch, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.fresh && !t.writing {
+		if err := s.shared.read(ctx, root, t, s.ledger); err != nil {
+			return nil, err
+		}
+	}
+	before, had := s.ledger.Reservation(key)
+	s.ledger.Release(key)
+	r, err := decide(View{Usage: s.Usage(tenant), Cluster: s.Snapshot()})
+	if err != nil {
+		if had {
+			s.ledger.Put(key, before)
+		}
+		return nil, err
+	}
+	if len(r.GPUs) > 0 {
+		s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
+			Expires: s.ledger.Now().Add(s.confirmationWindow())})
+	} else if !had {
+		return nil, nil // nothing reserved before or now: nothing to commit
+	}
+	if t.open == nil {
+		t.open = &batch{done: make(chan struct{})}
+	}
+	b := t.open
+	if !t.writing {
+		t.writing = true
+		go s.commit(context.WithoutCancel(ctx), root, t)
+	}
+	return b, nil
+}
+
+// commit writes the open batches of t, one write each, until none is left.
+func (s *State) commit(ctx context.Context, root string, t *sharedTree) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.open != nil {
+		b := t.open
+		t.open = nil
+		// The mirror holds this batch's decisions and none made after.
+		rs := s.ledger.TreeReservations(root)
+		t.mu.Unlock()
+		err := s.shared.write(ctx, root, t, rs)
+		t.mu.Lock()
+		switch {
+		case err == nil:
+		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+			// Another replica committed first: this batch, and the
+			// decisions made on top of it since, are decided again on
+			// what the object holds now, after a random pause that lets
+			// the other replica's next commit through.
+			b.retry = true
+			if t.open != nil {
+				t.open.retry = true
+				close(t.open.done)
+				t.open = nil
+			}
+			t.fresh = false
+			if rerr := s.shared.read(ctx, root, t, s.ledger); rerr != nil {
+				b.retry, b.err = false, rerr
+				close(b.done)
+				continue
+			}
+			close(b.done)
+			// Decisions made during the pause join the next batch, on the
+			// mirror just read.
+			t.mu.Unlock()
+			time.Sleep(rand.N(maxBackoff))
+			t.mu.Lock()
+			continue
+		default:
+			b.err = fmt.Errorf("%w: unable to commit to %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
+			if t.open != nil {
+				t.open.retry = true
+				close(t.open.done)
+				t.open = nil
+			}
+			t.fresh = false
+		}
+		close(b.done)
+	}
+	t.writing = false
+}
+
+// read loads the tree's TenantLedger into the mirror.
+func (sh *shared) read(ctx context.Context, root string, t *sharedTree, l *ledger.Ledger) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(TenantLedgerGVK)
+	err := sh.client.Get(ctx, client.ObjectKey{Name: ledgerName(root)}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		l.SetTreeReservations(root, nil)
+		t.fresh, t.exists, t.rv = true, false, ""
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: unable to read %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
+	}
+	rs, err := reservationsOf(obj)
+	if err != nil {
+		return fmt.Errorf("%w: %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
+	}
+	l.SetTreeReservations(root, rs)
+	t.fresh, t.exists, t.rv = true, true, obj.GetResourceVersion()
+	return nil
+}
+
+// write stores rs as the tree's reservations if the object is still at the
+// mirror's resourceVersion (or, when there was none, still absent). It
+// runs without t.mu: only the commit loop, one per tree, writes t.exists
+// and t.rv meanwhile, and readers wait for it (t.writing).
+func (sh *shared) write(ctx context.Context, root string, t *sharedTree, rs map[string]ledger.Reservation) error {
+	spec, err := specOf(rs)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	obj.SetGroupVersionKind(TenantLedgerGVK)
+	obj.SetName(ledgerName(root))
+	obj.SetLabels(map[string]string{"mandate.dev/tenant-tree": labelValue(root)})
+	if t.exists {
+		obj.SetResourceVersion(t.rv)
+		err = sh.client.Update(ctx, obj)
+	} else {
+		err = sh.client.Create(ctx, obj)
+	}
+	if err != nil {
+		return err
+	}
+	t.exists, t.rv = true, obj.GetResourceVersion()
+	return nil
+}
+
+// specOf is a TenantLedger's spec for rs.
+func specOf(rs map[string]ledger.Reservation) (map[string]any, error) {
+	data, err := json.Marshal(map[string]any{"reservations": rs})
+	if err != nil {
+		return nil, err
+	}
+	var spec map[string]any
+	return spec, json.Unmarshal(data, &spec)
+}
+
+// reservationsOf reads a TenantLedger's spec.reservations.
+func reservationsOf(obj *unstructured.Unstructured) (map[string]ledger.Reservation, error) {
+	raw, _, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "reservations")
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var rs map[string]ledger.Reservation
+	if err := json.Unmarshal(data, &rs); err != nil {
+		return nil, fmt.Errorf("unreadable spec.reservations: %w", err)
+	}
+	return rs, nil
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// ledgerName names a tree's TenantLedger: the root tenant's name when it
+// is a valid object name, else a digest of it.
+func ledgerName(root string) string {
+	if dnsLabel.MatchString(root) {
+		return root
+	}
+	sum := sha256.Sum256([]byte(root))
+	return "tree-" + hex.EncodeToString(sum[:8])
+}
+
+// labelValue is root as a label value (its digest when not a valid one).
+func labelValue(root string) string {
+	if dnsLabel.MatchString(root) {
+		return root
+	}
+	return ledgerName(root)
+}
