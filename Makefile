@@ -56,6 +56,10 @@ fuzz: ## Fuzz the workload normaliser and the admission handler (FUZZTIME=10m fo
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.
 	$(GO) test ./evaluator/ -run '^$$' -bench '^BenchmarkReference$$' -benchtime 1x -timeout 30m
 
+.PHONY: bench-admission
+bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
+	$(GO) test ./test/e2e/ -run '^$$' -bench '^BenchmarkAdmissionLedger$$' -benchtime 1000x -timeout 30m
+
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
 	rm -f $(MANDATE)

@@ -10,7 +10,36 @@ var syncedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "1 once the informers feeding the cluster state (Nodes, Pods, Namespaces) have synced, else 0.",
 })
 
-func init() { metrics.Registry.MustRegister(syncedGauge) }
+// The shared quota ledger's commits (quota.shared).
+var (
+	ledgerCommits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mandate_quota_ledger_commits_total",
+		Help: "Writes of a TenantLedger (quota.shared) by result: committed, conflict (another replica committed first; the batch is decided again), error.",
+	}, []string{"result"})
+	ledgerBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mandate_quota_ledger_batch_decisions",
+		Help:    "Decisions carried by one TenantLedger write (quota.shared).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	})
+	ledgerCommitDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mandate_quota_ledger_commit_duration_seconds",
+		Help:    "Round trip of one TenantLedger write (quota.shared), whatever its result.",
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+	})
+)
+
+const (
+	commitCommitted = "committed"
+	commitConflict  = "conflict"
+	commitError     = "error"
+)
+
+func init() {
+	metrics.Registry.MustRegister(syncedGauge, ledgerCommits, ledgerBatch, ledgerCommitDuration)
+	for _, r := range []string{commitCommitted, commitConflict, commitError} {
+		ledgerCommits.WithLabelValues(r)
+	}
+}
 
 // ReportSynced exports whether the informers feeding the state have synced.
 func ReportSynced(synced bool) {

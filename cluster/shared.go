@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +81,8 @@ type batch struct {
 	done  chan struct{}
 	retry bool
 	err   error
+	// decisions counts the decisions that joined it.
+	decisions int
 }
 
 // ShareReservations makes the state keep its quota reservations in
@@ -146,7 +150,7 @@ func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, t
 	}
 	if len(r.GPUs) > 0 {
 		s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
-			Expires: s.ledger.Now().Add(s.confirmationWindow())})
+			Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second)})
 	} else if !had {
 		return nil, nil // nothing reserved before or now: nothing to commit
 	}
@@ -154,6 +158,7 @@ func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, t
 		t.open = &batch{done: make(chan struct{})}
 	}
 	b := t.open
+	b.decisions++
 	if !t.writing {
 		t.writing = true
 		go s.commit(context.WithoutCancel(ctx), root, t)
@@ -171,15 +176,20 @@ func (s *State) commit(ctx context.Context, root string, t *sharedTree) {
 		// The mirror holds this batch's decisions and none made after.
 		rs := s.ledger.TreeReservations(root)
 		t.mu.Unlock()
+		began := time.Now()
 		err := s.shared.write(ctx, root, t, rs)
+		ledgerCommitDuration.Observe(time.Since(began).Seconds())
+		ledgerBatch.Observe(float64(b.decisions))
 		t.mu.Lock()
 		switch {
 		case err == nil:
+			ledgerCommits.WithLabelValues(commitCommitted).Inc()
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			// Another replica committed first: this batch, and the
 			// decisions made on top of it since, are decided again on
 			// what the object holds now, after a random pause that lets
 			// the other replica's next commit through.
+			ledgerCommits.WithLabelValues(commitConflict).Inc()
 			b.retry = true
 			if t.open != nil {
 				t.open.retry = true
@@ -200,6 +210,7 @@ func (s *State) commit(ctx context.Context, root string, t *sharedTree) {
 			t.mu.Lock()
 			continue
 		default:
+			ledgerCommits.WithLabelValues(commitError).Inc()
 			b.err = fmt.Errorf("%w: unable to commit to %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
 			if t.open != nil {
 				t.open.retry = true
@@ -261,31 +272,72 @@ func (sh *shared) write(ctx context.Context, root string, t *sharedTree, rs map[
 	return nil
 }
 
-// specOf is a TenantLedger's spec for rs.
+// specOf is a TenantLedger's spec for rs: one line per reservation, sorted
+// by key (see the CRD's description of spec.reservations).
 func specOf(rs map[string]ledger.Reservation) (map[string]any, error) {
-	data, err := json.Marshal(map[string]any{"reservations": rs})
-	if err != nil {
-		return nil, err
+	keys := slices.Sorted(maps.Keys(rs))
+	var b strings.Builder
+	for _, key := range keys {
+		r := rs[key]
+		if strings.ContainsAny(key+r.Tenant, " \n") || key == "" || r.Tenant == "" {
+			return nil, fmt.Errorf("reservation %q of tenant %q cannot be stored: a key or tenant with a space", key, r.Tenant)
+		}
+		mark := "N"
+		if r.Preemptible {
+			mark = "P"
+		}
+		fmt.Fprintf(&b, "%s %s %s %d ", key, r.Tenant, mark, r.Expires.Unix())
+		for i, res := range slices.Sorted(maps.Keys(r.GPUs)) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%s=%d", res, r.GPUs[res])
+		}
+		b.WriteByte('\n')
 	}
-	var spec map[string]any
-	return spec, json.Unmarshal(data, &spec)
+	return map[string]any{"reservations": b.String()}, nil
 }
 
 // reservationsOf reads a TenantLedger's spec.reservations.
 func reservationsOf(obj *unstructured.Unstructured) (map[string]ledger.Reservation, error) {
-	raw, _, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "reservations")
-	if err != nil || raw == nil {
-		return nil, err
-	}
-	data, err := json.Marshal(raw)
+	text, _, err := unstructured.NestedString(obj.Object, "spec", "reservations")
 	if err != nil {
 		return nil, err
 	}
-	var rs map[string]ledger.Reservation
-	if err := json.Unmarshal(data, &rs); err != nil {
-		return nil, fmt.Errorf("unreadable spec.reservations: %w", err)
+	rs := map[string]ledger.Reservation{}
+	for n, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		key, r, err := parseReservation(line)
+		if err != nil {
+			return nil, fmt.Errorf("spec.reservations line %d %q: %w", n+1, line, err)
+		}
+		rs[key] = r
 	}
 	return rs, nil
+}
+
+// parseReservation reads one line of spec.reservations.
+func parseReservation(line string) (string, ledger.Reservation, error) {
+	f := strings.Fields(line)
+	if len(f) != 5 || (f[2] != "P" && f[2] != "N") {
+		return "", ledger.Reservation{}, errors.New("want KEY TENANT P|N EXPIRES RESOURCE=GPUS[,...]")
+	}
+	expires, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return "", ledger.Reservation{}, fmt.Errorf("expiry: %w", err)
+	}
+	r := ledger.Reservation{Tenant: f[1], Preemptible: f[2] == "P", Expires: time.Unix(expires, 0), GPUs: map[string]int{}}
+	for _, kv := range strings.Split(f[4], ",") {
+		res, n, ok := strings.Cut(kv, "=")
+		gpus, err := strconv.Atoi(n)
+		if !ok || res == "" || err != nil || gpus < 0 {
+			return "", ledger.Reservation{}, fmt.Errorf("%q is not RESOURCE=GPUS", kv)
+		}
+		r.GPUs[res] = gpus
+	}
+	return f[0], r, nil
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)

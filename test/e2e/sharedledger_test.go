@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -43,34 +44,99 @@ func TestSharedLedgerSpendsTheGuaranteeOnceAcrossReplicas(t *testing.T) {
 func sharedLedgerBurst(t *testing.T, n int) {
 	ctrl.SetLogger(logr.Discard())
 	env := envtest.Start(t)
-	ev := reviewtest.DefaultEvaluator(t)
-	const window = 10 * time.Minute
-	replica := func() *review.Service {
-		st, err := cluster.New(ev.Model())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.LoadFile("../../examples/cluster.yaml"); err != nil {
-			t.Fatal(err)
-		}
-		if err := cluster.CheckSharedLedger(env.Client.RESTMapper()); err != nil {
-			t.Fatal(err)
-		}
-		c, err := client.New(env.Config, client.Options{Mapper: env.Client.RESTMapper()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.SetConfirmationWindow(window)
-		st.ShareReservations(c)
-		return &review.Service{Decider: ev, State: st}
-	}
-	var replicas []*review.Service
-	for range n {
-		replicas = append(replicas, replica())
+	replicas := ledgerReplicas(t, env, n, true)
+	const pods, workers = 1000, 48
+	out := decideBurst(t, replicas, pods, workers, 0)
+	t.Logf("%d decisions over %d replicas sharing one TenantLedger in %s (%.0f/s): p50 %s, p99 %s; %d non-preemptible, %d preemptible",
+		pods, n, out.elapsed.Round(time.Millisecond), float64(pods)/out.elapsed.Seconds(),
+		out.p50.Round(10*time.Microsecond), out.p99.Round(10*time.Microsecond), out.nonPreemptible, pods-out.nonPreemptible)
+	if out.nonPreemptible != productGuaranteeLeft {
+		t.Fatalf("%d pods run non-preemptible across the replicas, want exactly product's remaining guarantee of %d", out.nonPreemptible, productGuaranteeLeft)
 	}
 
-	const pods, workers = 1000, 48
-	var nonPreemptible, preemptible atomic.Int32
+	restarted := ledgerReplicas(t, env, 1, true)[0]
+	rv, err := restarted.Review(context.Background(), onePod(pods), evaluator.Request{Operation: "CREATE", UID: "after-restart"})
+	if err != nil || !rv.Decision.Allowed {
+		t.Fatalf("after a restart: allowed=%v err=%v", rv.Decision.Allowed, err)
+	}
+	if !rv.Decision.Directives.Preemptible {
+		t.Errorf("a replica started after the burst turned its first pod non-preemptible: it did not find the reservations in the TenantLedger")
+	}
+}
+
+// BenchmarkAdmissionLedger (make bench-admission) measures what the quota
+// ledger adds to a decision: b.N one-GPU pods of tenant product decided by
+// 16 concurrent callers, with each replica's own in-memory ledger (the
+// reference) and with the shared TenantLedger on a real API server, by one
+// and by three replicas. It reports decisions per second, p50 and p99 per
+// decision, decisions per commit (batch) and conflicts per commit.
+func BenchmarkAdmissionLedger(b *testing.B) {
+	ctrl.SetLogger(logr.Discard())
+	for _, c := range []struct {
+		name     string
+		replicas int
+		shared   bool
+	}{{"memory", 1, false}, {"shared-1-replica", 1, true}, {"shared-3-replicas", 3, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := envtest.Start(b)
+			replicas := ledgerReplicas(b, env, c.replicas, c.shared)
+			commits, conflicts, batched := ledgerCounts(b)
+			b.ResetTimer()
+			out := decideBurst(b, replicas, b.N, 16, 0)
+			b.StopTimer()
+			commits2, conflicts2, batched2 := ledgerCounts(b)
+			b.ReportMetric(float64(b.N)/out.elapsed.Seconds(), "decisions/s")
+			b.ReportMetric(float64(out.p50.Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(out.p99.Microseconds())/1000, "p99-ms")
+			if writes := (commits2 - commits) + (conflicts2 - conflicts); writes > 0 {
+				b.ReportMetric((batched2-batched)/writes, "decisions/write")
+				b.ReportMetric((conflicts2-conflicts)/writes, "conflicts/write")
+			}
+		})
+	}
+}
+
+// ledgerReplicas are n decision services over the example cluster, each
+// with its own state, deciding with the default policies; shared ones keep
+// their reservations in TenantLedger objects of env (a 10-minute window,
+// longer than any burst here).
+func ledgerReplicas(tb testing.TB, env *envtest.Env, n int, shared bool) []*review.Service {
+	tb.Helper()
+	ev := reviewtest.DefaultEvaluator(tb)
+	var out []*review.Service
+	for range n {
+		st, err := cluster.New(ev.Model())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := st.LoadFile("../../examples/cluster.yaml"); err != nil {
+			tb.Fatal(err)
+		}
+		st.SetConfirmationWindow(10 * time.Minute)
+		if shared {
+			if err := cluster.CheckSharedLedger(env.Client.RESTMapper()); err != nil {
+				tb.Fatal(err)
+			}
+			c, err := client.New(env.Config, client.Options{Mapper: env.Client.RESTMapper()})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			st.ShareReservations(c)
+		}
+		out = append(out, &review.Service{Decider: ev, State: st})
+	}
+	return out
+}
+
+type burstResult struct {
+	elapsed, p50, p99 time.Duration
+	nonPreemptible    int
+}
+
+// decideBurst decides pods one-GPU pods (onePod from first on) with
+// workers concurrent callers, spread round-robin over the replicas.
+func decideBurst(tb testing.TB, replicas []*review.Service, pods, workers, first int) burstResult {
+	var nonPreemptible atomic.Int32
 	latencies := make([]time.Duration, pods)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -80,17 +146,15 @@ func sharedLedgerBurst(t *testing.T, n int) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				pod := onePod(i)
+				pod := onePod(first + i)
 				began := time.Now()
-				rv, err := replicas[i%len(replicas)].Review(context.Background(), pod, evaluator.Request{Operation: "CREATE", UID: fmt.Sprintf("req-%d", i)})
+				rv, err := replicas[i%len(replicas)].Review(context.Background(), pod, evaluator.Request{Operation: "CREATE", UID: fmt.Sprintf("req-%d", first+i)})
 				latencies[i] = time.Since(began)
 				if err != nil || !rv.Decision.Allowed {
-					t.Errorf("pod %d: allowed=%v err=%v", i, rv.Decision.Allowed, err)
+					tb.Errorf("pod %d: allowed=%v err=%v", first+i, rv.Decision.Allowed, err)
 					continue
 				}
-				if rv.Decision.Directives.Preemptible {
-					preemptible.Add(1)
-				} else {
+				if !rv.Decision.Directives.Preemptible {
 					nonPreemptible.Add(1)
 				}
 			}
@@ -101,24 +165,38 @@ func sharedLedgerBurst(t *testing.T, n int) {
 	}
 	close(jobs)
 	wg.Wait()
-	elapsed := time.Since(start)
+	out := burstResult{elapsed: time.Since(start), nonPreemptible: int(nonPreemptible.Load())}
 	sort.Slice(latencies, func(a, b int) bool { return latencies[a] < latencies[b] })
-	t.Logf("%d decisions over %d replicas sharing one TenantLedger in %s (%.0f/s): p50 %s, p99 %s; %d non-preemptible, %d preemptible",
-		pods, len(replicas), elapsed.Round(time.Millisecond), float64(pods)/elapsed.Seconds(),
-		latencies[pods/2].Round(10*time.Microsecond), latencies[pods*99/100].Round(10*time.Microsecond), nonPreemptible.Load(), preemptible.Load())
-	if nonPreemptible.Load() != productGuaranteeLeft {
-		t.Fatalf("%d pods run non-preemptible across the replicas, want exactly product's remaining guarantee of %d", nonPreemptible.Load(), productGuaranteeLeft)
-	}
+	out.p50, out.p99 = latencies[pods/2], latencies[pods*99/100]
+	return out
+}
 
-	restarted := replica()
-	rv, err := restarted.Review(context.Background(), onePod(pods), evaluator.Request{Operation: "CREATE", UID: "after-restart"})
-	if err != nil || !rv.Decision.Allowed {
-		t.Fatalf("after a restart: allowed=%v err=%v", rv.Decision.Allowed, err)
+// ledgerCounts reads the shared ledger's metrics: commits, conflicts and
+// the decisions their writes carried.
+func ledgerCounts(tb testing.TB) (commits, conflicts, decisions float64) {
+	tb.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	if !rv.Decision.Directives.Preemptible {
-		t.Errorf("a replica started after the burst turned its first pod non-preemptible: it did not find the reservations in the TenantLedger")
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "mandate_quota_ledger_commits_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" && l.GetValue() == "committed" {
+						commits += m.GetCounter().GetValue()
+					}
+					if l.GetName() == "result" && l.GetValue() == "conflict" {
+						conflicts += m.GetCounter().GetValue()
+					}
+				}
+			case "mandate_quota_ledger_batch_decisions":
+				decisions += m.GetHistogram().GetSampleSum()
+			}
+		}
 	}
-
+	return commits, conflicts, decisions
 }
 
 // onePod is the i-th one-GPU build pod of tenant product: named when i is
