@@ -105,32 +105,41 @@ func (h *harness) podsOf(t *testing.T, prefix string) (perTenant map[string][2]i
 }
 
 // TestBurst: 1,000 pod creates across 10 tenants through the real API
-// server. Each tenant has 50 guaranteed GPUs for non-preemptible work, so
-// exactly 50 of its 100 one-GPU build pods must stay non-preemptible and 50
-// be turned preemptible: quota counted once per pod, however fast they come.
+// server, with each replica's own ledger and with the shared one
+// (--shared-quota, the chart's default). Each tenant has 50 guaranteed GPUs
+// for non-preemptible work, so exactly 50 of its 100 one-GPU build pods
+// must stay non-preemptible and 50 be turned preemptible: quota counted
+// once per pod, however fast they come.
 func TestBurst(t *testing.T) {
-	h := start(t)
-	began := time.Now()
-	latencies, failed := h.burst("burst", 8, nil)
-	elapsed := time.Since(began)
-	require.Zero(t, failed, "no create may fail")
-	require.Len(t, latencies, tenants*podsPerTenant)
+	for _, mode := range []struct {
+		name string
+		args []string
+	}{{"memory", nil}, {"shared", []string{"--shared-quota"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			h := start(t, func(o *startOptions) { o.extraArgs = mode.args })
+			began := time.Now()
+			latencies, failed := h.burst("burst", 8, nil)
+			elapsed := time.Since(began)
+			require.Zero(t, failed, "no create may fail")
+			require.Len(t, latencies, tenants*podsPerTenant)
 
-	perTenant, unmarked := h.podsOf(t, "burst")
-	require.Empty(t, unmarked, "every stored pod was decided by Mandate")
-	for i := range tenants {
-		ns := fmt.Sprintf("team-%d", i)
-		require.Equal(t, [2]int{guaranteed, podsPerTenant - guaranteed}, perTenant[ns],
-			"%s: [non-preemptible, preemptible] pods", ns)
+			perTenant, unmarked := h.podsOf(t, "burst")
+			require.Empty(t, unmarked, "every stored pod was decided by Mandate")
+			for i := range tenants {
+				ns := fmt.Sprintf("team-%d", i)
+				require.Equal(t, [2]int{guaranteed, podsPerTenant - guaranteed}, perTenant[ns],
+					"%s: [non-preemptible, preemptible] pods", ns)
+			}
+			p50, p99, n, err := h.latencyPercentiles()
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, n, tenants*podsPerTenant)
+			fmt.Printf("burst (%s ledger): %d pod creates across %d tenants in %s (%.0f/s), 8 clients\n",
+				mode.name, len(latencies), tenants, elapsed.Round(time.Millisecond), float64(len(latencies))/elapsed.Seconds())
+			fmt.Printf("webhook latency histogram (%s ledger, /mutate, %d admissions): p50 %s, p99 %s\n", mode.name, n, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+			fmt.Printf("client create latency (%s ledger, through the API server): p50 %s, p99 %s\n", mode.name,
+				percentile(latencies, 0.5).Round(10*time.Microsecond), percentile(latencies, 0.99).Round(10*time.Microsecond))
+		})
 	}
-	p50, p99, n, err := h.latencyPercentiles()
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, n, tenants*podsPerTenant)
-	fmt.Printf("burst: %d pod creates across %d tenants in %s (%.0f/s), 8 clients\n",
-		len(latencies), tenants, elapsed.Round(time.Millisecond), float64(len(latencies))/elapsed.Seconds())
-	fmt.Printf("webhook latency histogram (/mutate, %d admissions): p50 %s, p99 %s\n", n, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
-	fmt.Printf("client create latency (through the API server): p50 %s, p99 %s\n",
-		percentile(latencies, 0.5).Round(10*time.Microsecond), percentile(latencies, 0.99).Round(10*time.Microsecond))
 }
 
 // TestRestartDuringBurst: mandate serve is killed a third of the way into a

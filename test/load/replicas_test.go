@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/webhook"
 )
@@ -41,12 +43,13 @@ func hostIP(t *testing.T) string {
 }
 
 // startReplicas registers Mandate as a Service, as the chart does, and runs
-// two mandate serve replicas behind it, each on its own port and in its own
-// EndpointSlice. The API server routes each call to a random ready
-// endpoint of the Service (--enable-aggregator-routing: it picks the
-// endpoint itself rather than relying on kube-proxy); the test writes the
-// slices' ready conditions, standing in for the EndpointSlice controller.
-func startReplicas(t *testing.T) ([2]*harness, func(ready [2]bool)) {
+// n mandate serve replicas behind it (with extraArgs), each on its own port
+// and in its own EndpointSlice. The API server routes each call to a
+// random ready endpoint of the Service (--enable-aggregator-routing: it
+// picks the endpoint itself rather than relying on kube-proxy); the test
+// writes the slices' ready conditions with setReady, standing in for the
+// EndpointSlice controller.
+func startReplicas(t *testing.T, n int, extraArgs ...string) (replicas []*harness, setReady func(ready []bool)) {
 	t.Helper()
 	ctx := context.Background()
 	env := envtest.Start(t, envtest.WithAPIServerArg("enable-aggregator-routing", "true"))
@@ -65,10 +68,8 @@ func startReplicas(t *testing.T) ([2]*harness, func(ready [2]bool)) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: mandateNamespace, Name: service},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromString("webhook")}}},
 	}))
-	var (
-		ports  [2]int
-		slices [2]*discoveryv1.EndpointSlice
-	)
+	ports := make([]int, n)
+	slices := make([]*discoveryv1.EndpointSlice, n)
 	for i := range slices {
 		_, p, err := net.SplitHostPort(freeAddr(t))
 		require.NoError(t, err)
@@ -82,7 +83,7 @@ func startReplicas(t *testing.T) ([2]*harness, func(ready [2]bool)) {
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}}},
 		}
 	}
-	setReady := func(ready [2]bool) {
+	setReady = func(ready []bool) {
 		for i, s := range slices {
 			s.Endpoints[0].Conditions.Ready = ptr.To(ready[i])
 			if s.ResourceVersion == "" {
@@ -94,7 +95,11 @@ func startReplicas(t *testing.T) ([2]*harness, func(ready [2]bool)) {
 		// The API server reads EndpointSlices through an informer.
 		time.Sleep(time.Second)
 	}
-	setReady([2]bool{true, true})
+	all := make([]bool, n)
+	for i := range all {
+		all[i] = true
+	}
+	setReady(all)
 
 	mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
 		Service:   &webhook.ServiceReference{Namespace: mandateNamespace, Name: service, Port: 443},
@@ -105,15 +110,14 @@ func startReplicas(t *testing.T) ([2]*harness, func(ready [2]bool)) {
 	require.NoError(t, c.Create(ctx, validating))
 
 	binary, kubeconfig, policies := buildMandate(t, env.RepoRoot), adminKubeconfig(t, env), loadPolicies(t)
-	var replicas [2]*harness
-	for i := range replicas {
+	for i := range n {
 		h := &harness{t: t, env: env, binary: binary, health: freeAddr(t), metrics: freeAddr(t)}
-		h.args = []string{"serve", "--kubeconfig", kubeconfig, "--cert-dir", certDir,
+		h.args = append([]string{"serve", "--kubeconfig", kubeconfig, "--cert-dir", certDir,
 			"--host", ip, "--port", strconv.Itoa(ports[i]), "--health-addr", h.health, "--metrics-addr", h.metrics,
-			"--namespace", mandateNamespace, "--policies", policies}
+			"--namespace", mandateNamespace, "--policies", policies}, extraArgs...)
 		h.startServe()
 		t.Cleanup(h.stopServe)
-		replicas[i] = h
+		replicas = append(replicas, h)
 	}
 	for _, h := range replicas {
 		h.waitReady(60 * time.Second)
@@ -155,7 +159,7 @@ func (h *harness) mutateCount(t *testing.T) float64 {
 // every create, and the restarted replica takes over when the survivor
 // goes in turn.
 func TestFailureReplicaDown(t *testing.T) {
-	replicas, setReady := startReplicas(t)
+	replicas, setReady := startReplicas(t, 2)
 	const n = 40
 
 	before := [2]float64{replicas[0].mutateCount(t), replicas[1].mutateCount(t)}
@@ -188,7 +192,7 @@ func TestFailureReplicaDown(t *testing.T) {
 		fmt.Printf("failure: replica down: %v\n", errs[0])
 	}
 
-	ready := [2]bool{}
+	ready := make([]bool, 2)
 	ready[survivor] = true
 	setReady(ready)
 	got, errs = replicas[0].createRound("survivor", n)
@@ -197,14 +201,14 @@ func TestFailureReplicaDown(t *testing.T) {
 
 	replicas[active].startServe()
 	replicas[active].waitReady(30 * time.Second)
-	setReady([2]bool{true, true})
+	setReady([]bool{true, true})
 	got, errs = replicas[0].createRound("back", n)
 	require.Empty(t, errs, "both replicas up again")
 	require.Equal(t, n, got)
 
 	// The restarted replica serves: take the survivor away in turn.
 	replicas[survivor].kill()
-	ready = [2]bool{}
+	ready = make([]bool, 2)
 	ready[active] = true
 	setReady(ready)
 	restarted := replicas[active].mutateCount(t)
@@ -213,4 +217,78 @@ func TestFailureReplicaDown(t *testing.T) {
 	require.Equal(t, n, got)
 	require.Equal(t, float64(n), replicas[active].mutateCount(t)-restarted, "decided by the restarted replica")
 	fmt.Printf("failure: replica restarted and ready: it decided all %d creates once the other was gone\n", n)
+}
+
+// TestReplicasSpendTheGuaranteeOnce: three replicas sharing their
+// reservations (--shared-quota, as the chart runs them) behind one
+// Service; 1,000 one-GPU build pods across 10 tenants, 100 each against a
+// guarantee of 50, created by 8 clients. A third of the way in, the replica
+// deciding them is killed with SIGKILL and its endpoint marked not ready.
+// Every stored pod was decided and no tenant runs more than its guarantee
+// non-preemptible; once the confirmation window has released what the dead
+// replica reserved for creates that died with it, each tenant's next pods
+// are non-preemptible exactly up to its guarantee: it is spent exactly once.
+func TestReplicasSpendTheGuaranteeOnce(t *testing.T) {
+	const window = 5 * time.Second
+	replicas, setReady := startReplicas(t, 3, "--shared-quota", "--confirmation-window", window.String())
+	h := replicas[0]
+	killed := -1
+	began := time.Now()
+	latencies, failed := h.burst("shared", 8, func(i int) {
+		if i != tenants*podsPerTenant/3 {
+			return
+		}
+		best := -1.0
+		for j, r := range replicas {
+			if c := r.mutateCount(t); c > best {
+				best, killed = c, j
+			}
+		}
+		replicas[killed].kill()
+		ready := []bool{true, true, true}
+		ready[killed] = false
+		setReady(ready)
+	})
+	elapsed := time.Since(began)
+	perTenant, unmarked := h.podsOf(t, "shared")
+	require.Empty(t, unmarked, "every stored pod was decided by Mandate")
+	stored, nonPreemptible := 0, 0
+	for i := range tenants {
+		ns := fmt.Sprintf("team-%d", i)
+		require.LessOrEqual(t, perTenant[ns][0], guaranteed, "%s: non-preemptible pods after the burst", ns)
+		stored += perTenant[ns][0] + perTenant[ns][1]
+		nonPreemptible += perTenant[ns][0]
+	}
+	fmt.Printf("replicas: 3 sharing their reservations; replica %d killed after %d creates; %d creates in %s (%d failed around the kill), %d stored, %d non-preemptible of %d guaranteed\n",
+		killed, tenants*podsPerTenant/3, len(latencies)+failed, elapsed.Round(time.Millisecond), failed, stored, nonPreemptible, tenants*guaranteed)
+
+	// What is left of each guarantee, and nothing more, once reservations
+	// nobody confirmed have expired.
+	topUp := 0
+	for i := range tenants {
+		ns := fmt.Sprintf("team-%d", i)
+		preemptible := func(name string, dryRun bool) bool {
+			pod := gpuPod(ns, name, "build")
+			var opts []client.CreateOption
+			if dryRun {
+				opts = append(opts, client.DryRunAll)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(10*time.Second))
+			defer cancel()
+			require.NoError(t, h.env.Client.Create(ctx, pod, opts...))
+			return pod.Labels[scheduler.LabelPreemptible] != "false"
+		}
+		left := guaranteed - perTenant[ns][0]
+		if left > 0 {
+			envtest.WaitFor(t, window+time.Minute, ns+"'s unconfirmed reservations to expire", func() bool {
+				return !preemptible("probe", true)
+			})
+		}
+		for j := range left {
+			require.False(t, preemptible(fmt.Sprintf("top-%d", j), false), "%s: pod %d of the %d left of its guarantee", ns, j+1, left)
+		}
+		require.True(t, preemptible("over", false), "%s: a pod beyond its guarantee", ns)
+		topUp += left
+	}
+	fmt.Printf("replicas: after the %s window the tenants' next %d pods were non-preemptible, exactly up to their guarantees\n", window, topUp)
 }

@@ -61,6 +61,9 @@ type Server struct {
 	cacheSynced atomic.Bool
 }
 
+// ledgerQPS bounds the shared quota ledger's requests per second.
+const ledgerQPS = 500
+
 // New builds `mandate serve` from c against the API server of rc; Start
 // runs it. decisions writes the decision log (nil writes none). The first
 // bundle revision (and shadow) is activated before New returns; a source
@@ -108,8 +111,13 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 			return nil, err
 		}
 		// Reads and writes of the TenantLedger objects go to the API
-		// server, never a cache: the commit is a compare-and-swap.
-		cl, err := client.New(rc, client.Options{Scheme: scheme, Mapper: s.Manager.GetRESTMapper()})
+		// server, never a cache: the commit is a compare-and-swap. Commits
+		// are batched, one in flight per tree, so the client's own rate
+		// limit (client-go's default is 5/s) would only add latency to
+		// admissions; the API server's priority and fairness still apply.
+		lc := rest.CopyConfig(rc)
+		lc.QPS, lc.Burst = ledgerQPS, 2*ledgerQPS
+		cl, err := client.New(lc, client.Options{Scheme: scheme, Mapper: s.Manager.GetRESTMapper()})
 		if err != nil {
 			return nil, fmt.Errorf("unable to create the shared ledger's client: %w", err)
 		}
