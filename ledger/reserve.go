@@ -57,13 +57,19 @@ func WorkloadKey(apiVersion, kind, namespace, name string) string {
 const podKeyPrefix = "/Pod/"
 
 // RequestKey names the reservation of an object admitted without a name
-// (generateName) by its admission request's uid; "" for no uid. Its pods
-// carry it in workload.AnnotationReservation.
-func RequestKey(uid string) string {
+// (generateName) in namespace by its admission request's uid; "" for no
+// uid. Its pods carry it in workload.AnnotationReservation.
+func RequestKey(namespace, uid string) string {
 	if uid == "" {
 		return ""
 	}
-	return requestKeyPrefix + uid
+	return requestKeyPrefix + namespace + "/" + uid
+}
+
+// IsRequestKey says whether key is a RequestKey of namespace.
+func IsRequestKey(namespace, key string) bool {
+	prefix := requestKeyPrefix + namespace + "/"
+	return strings.HasPrefix(key, prefix) && len(key) > len(prefix)
 }
 
 // Reserve counts an admitted workload's GPUs for its tenant (and ancestors)

@@ -89,9 +89,11 @@ func TestRequestReservationConfirmedByAnnotation(t *testing.T) {
 	l := New(testConfig)
 	l.UpsertNamespace(ns("p", "product"))
 	l.UpsertNamespace(ns("v", "vision"))
-	key := RequestKey("3f1c")
-	require.Equal(t, "uid/3f1c", key)
-	require.Empty(t, RequestKey(""))
+	key := RequestKey("p", "3f1c")
+	require.Equal(t, "uid/p/3f1c", key)
+	require.True(t, IsRequestKey("p", key))
+	require.False(t, IsRequestKey("v", key))
+	require.Empty(t, RequestKey("p", ""))
 	l.Reserve(key, "product", map[string]int{"nvidia.com/gpu": 2}, false, time.Minute)
 
 	forged := gpuPod("v", "forged", "train", 1, corev1.PodPending, nil)
@@ -128,26 +130,26 @@ func TestGangPodClaims(t *testing.T) {
 	l.now = func() time.Time { return now }
 	l.UpsertNamespace(ns("p", "product"))
 	const owner, size = "job-uid", 2
-	require.True(t, l.ClaimGangPod(owner, RequestKey("r1"), size, time.Minute))
-	require.True(t, l.ClaimGangPod(owner, RequestKey("r1"), size, time.Minute), "the same request again")
+	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r1"), size, time.Minute))
+	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r1"), size, time.Minute), "the same request again")
 	require.True(t, l.ClaimGangPod(owner, "", size, time.Minute), "a dry run sees a free slot")
 	require.True(t, l.ClaimGangPod(owner, WorkloadKey("v1", "Pod", "p", "named"), size, time.Minute))
-	require.False(t, l.ClaimGangPod(owner, RequestKey("r3"), size, time.Minute), "beyond the admitted size")
+	require.False(t, l.ClaimGangPod(owner, RequestKey("p", "r3"), size, time.Minute), "beyond the admitted size")
 	require.False(t, l.ClaimGangPod(owner, "", size, time.Minute))
 
 	// The first pod is stored: its claim becomes a counted pod; still full.
 	pod := gpuPod("p", "train-x7k2p", "build", 1, corev1.PodPending, nil)
-	pod.Annotations = map[string]string{workload.AnnotationReservation: RequestKey("r1")}
+	pod.Annotations = map[string]string{workload.AnnotationReservation: RequestKey("p", "r1")}
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: owner, Controller: ptr(true)}}
 	l.UpsertPod(pod)
-	require.False(t, l.ClaimGangPod(owner, RequestKey("r4"), size, time.Minute))
+	require.False(t, l.ClaimGangPod(owner, RequestKey("p", "r4"), size, time.Minute))
 
 	// The named pod's create never completed: its claim ends with the window.
 	now = now.Add(2 * time.Minute)
-	require.True(t, l.ClaimGangPod(owner, RequestKey("r5"), size, time.Minute))
+	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r5"), size, time.Minute))
 	// A finished pod frees its slot.
 	pod.Status.Phase = corev1.PodSucceeded
 	l.UpsertPod(pod)
-	require.True(t, l.ClaimGangPod(owner, RequestKey("r6"), size, time.Minute))
-	require.False(t, l.ClaimGangPod(owner, RequestKey("r7"), size, time.Minute))
+	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r6"), size, time.Minute))
+	require.False(t, l.ClaimGangPod(owner, RequestKey("p", "r7"), size, time.Minute))
 }

@@ -87,36 +87,45 @@ func (s *Service) admittedFor(pod, owner *unstructured.Unstructured, req evaluat
 	return s.State.ClaimGangPod(string(owner.GetUID()), key, gpuPods)
 }
 
-// podKey keys a pod's reservation and gang claim: its name's, or, without
-// a name yet, its request's.
+// podKey keys a workload's reservation and a pod's gang claim: the request
+// key Mandate wrote on it at an earlier webhook call of the same create
+// when it had no name yet (the API server calls each webhook with a uid of
+// its own, names the object from its generateName in between, and may call
+// /mutate again), else its name's, else this request's.
 func podKey(w workload.Workload, req evaluator.Request) string {
+	// Only a key of the workload's own namespace: one copied from another
+	// namespace's object must not name, and release, its reservation.
+	if key := w.Annotations[workload.AnnotationReservation]; ledger.IsRequestKey(w.Namespace, key) {
+		return key
+	}
 	if w.Name != "" {
 		return ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
 	}
-	return ledger.RequestKey(req.UID)
+	return ledger.RequestKey(w.Namespace, req.UID)
 }
 
-// RenderGang is the patch that admits a pod of an admitted gang with the
+// RenderGang is the object, and the patch, that admits a pod of an admitted gang with the
 // directives its owner was admitted with: never re-decided, so never
 // counted twice nor denied on its own. A pod without a name yet carries its
 // request's key (workload.AnnotationReservation), with which its stored
 // version confirms its gang claim. Errors wrap workload.ErrInvalid when the
 // pod cannot be read.
-func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request) ([]jsonpatch.JsonPatchOperation, error) {
+func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request) (*unstructured.Unstructured, []jsonpatch.JsonPatchOperation, error) {
 	w, err := workload.Normalize(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mutated, err := scheduler.Render(obj, w, d)
 	if err != nil {
-		return nil, fmt.Errorf("the owner's directives: %w", err)
+		return nil, nil, fmt.Errorf("the owner's directives: %w", err)
 	}
 	mark := ""
-	if w.Name == "" && !req.DryRun {
-		mark = ledger.RequestKey(req.UID)
+	if key := podKey(w, req); ledger.IsRequestKey(w.Namespace, key) && !req.DryRun {
+		mark = key
 	}
 	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return scheduler.Patch(obj, mutated)
+	patch, err := scheduler.Patch(obj, mutated)
+	return mutated, patch, err
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -164,10 +165,10 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	if err != nil {
 		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	// An object without a name yet carries its reservation's key to its
-	// pods; any other object carries none.
+	// An object reserved under a request key (admitted without a name)
+	// carries it to its pods; any other object carries none.
 	mark := ""
-	if w.Name == "" && len(reserved.GPUs) > 0 {
+	if ledger.IsRequestKey(w.Namespace, key) && len(reserved.GPUs) > 0 {
 		mark = key
 	}
 	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {

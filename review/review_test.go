@@ -80,7 +80,7 @@ func TestConcurrentAdmissionsSpendQuotaOnce(t *testing.T) {
 // Deployment's, ReplicaSet's and Job's) are reserved under their request's
 // uid, which Mandate writes on them for their stored pods to confirm; so
 // 40 of them admitted concurrently get exactly product's 16 guaranteed
-// GPUs left. A named pod keeps no reservation key a submitter wrote.
+// GPUs left. A pod keeps no reservation key of another namespace.
 func TestGenerateNamePodsSpendQuotaOnce(t *testing.T) {
 	r := exampleReviewer(t)
 	var nonPreemptible atomic.Int32
@@ -97,8 +97,8 @@ func TestGenerateNamePodsSpendQuotaOnce(t *testing.T) {
 				t.Errorf("pod %d: allowed=%v err=%v", i, rv.Decision.Allowed, err)
 				return
 			}
-			if got := rv.Mutated.GetAnnotations()[workload.AnnotationReservation]; got != "uid/"+uid {
-				t.Errorf("pod %d carries reservation %q, want uid/%s", i, got, uid)
+			if got := rv.Mutated.GetAnnotations()[workload.AnnotationReservation]; got != "uid/product/"+uid {
+				t.Errorf("pod %d carries reservation %q, want uid/product/%s", i, got, uid)
 			}
 			if !rv.Decision.Directives.Preemptible {
 				nonPreemptible.Add(1)
@@ -108,11 +108,15 @@ func TestGenerateNamePodsSpendQuotaOnce(t *testing.T) {
 	wg.Wait()
 	require.EqualValues(t, 16, nonPreemptible.Load())
 
+	// A key of another namespace's reservation, copied onto a pod, names
+	// nothing: the pod is reserved by its own name and the key is dropped.
+	before := r.State.Usage("product")["product"]["nvidia.com/gpu"]
 	named := buildPod("named")
-	named.SetAnnotations(map[string]string{workload.AnnotationReservation: "uid/uid-3"})
+	named.SetAnnotations(map[string]string{workload.AnnotationReservation: "uid/vision/uid-3"})
 	rv, err := r.Review(context.Background(), named, evaluator.Request{Operation: "CREATE", UID: "u-named"})
 	require.NoError(t, err)
 	require.NotContains(t, rv.Mutated.GetAnnotations(), workload.AnnotationReservation)
+	require.Equal(t, before.Total+1, r.State.Usage("product")["product"]["nvidia.com/gpu"].Total, "reserved, and nothing released")
 }
 
 func TestDryRunReservesNothing(t *testing.T) {

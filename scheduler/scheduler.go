@@ -10,7 +10,6 @@
 package scheduler
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -96,14 +95,14 @@ func applyCommon(obj *unstructured.Unstructured, w workload.Workload, d evaluato
 	if err := validateName("priority class", d.PriorityClass); err != nil {
 		return nil, err
 	}
-	marks, err := json.Marshal(d)
+	marks, err := Marks(d)
 	if err != nil {
-		return nil, fmt.Errorf("unable to record directives: %w", err)
+		return nil, err
 	}
 	meta := ensureMap(obj.Object, "metadata")
 	setAll(meta, "labels", d.Labels)
 	setAll(meta, "annotations", d.Annotations)
-	setAll(meta, "annotations", map[string]string{AnnotationDirectives: string(marks)})
+	setAll(meta, "annotations", map[string]string{AnnotationDirectives: marks})
 	podLabels := map[string]string{LabelPreemptible: strconv.FormatBool(d.Preemptible)}
 	for k, v := range d.Labels {
 		podLabels[k] = v

@@ -53,7 +53,11 @@ func post(t testing.TB, h http.Handler, body []byte, contentType string) (int, *
 func FuzzMutate(f *testing.F) {
 	r, _ := reviewtest.Service(f)
 	r.Owners = &fakeOwners{}
-	h := NewHandlers(HandlerOptions{Reviewer: r}).Mutate
+	handlers, err := NewHandlers(HandlerOptions{Reviewer: r})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := handlers.Mutate
 	for _, obj := range []string{fixtures.PlatformTooBig, fixtures.VisionSweep, llmFinetune, sweepPod} {
 		f.Add(reviewBody(f, admissionRequest(f, admissionv1.Create, obj, "", "alice")), "application/json")
 	}
@@ -108,7 +112,11 @@ func FuzzMutate(f *testing.F) {
 
 func TestMutateHTTP(t *testing.T) {
 	r, _ := reviewtest.Service(t)
-	h := NewHandlers(HandlerOptions{Reviewer: r}).Mutate
+	handlers, err := NewHandlers(HandlerOptions{Reviewer: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := handlers.Mutate
 	req := admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice")
 
 	code, review, err := post(t, h, reviewBody(t, req), "application/json")

@@ -46,6 +46,9 @@ type Mutator struct {
 	ExemptNamespaces []string
 	// Decisions writes a decision log line per decision; nil writes none.
 	Decisions *decisionlog.Logger
+	// Seal seals the directives it records for the validating webhook;
+	// nil seals none (the validating webhook then decides again).
+	Seal *Seal
 }
 
 var _ admission.Handler = (*Mutator)(nil)
@@ -63,7 +66,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		// Not a decision: the gang was decided when its owner was admitted.
-		resp := applyGang(obj, d, requestOf(req))
+		resp := applyGang(obj, d, requestOf(req), m.Seal)
 		log.V(1).Info("pod of an admitted gang", "allowed", resp.Allowed)
 		return observe(webhookMutate, req, start, resp)
 	}
@@ -76,7 +79,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if !d.Allowed {
 		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, nil, denied(d))
 	}
-	resp = admission.Patched("", result.Patch...)
+	resp = admission.Patched("", append(result.Patch, m.Seal.patch(result.Mutated)...)...)
 	// Warn-stage violations are among the warnings; dryrun-stage ones are
 	// only recorded, in the audit annotations.
 	resp.Warnings = d.Warnings
@@ -154,15 +157,15 @@ func requestOf(req admission.Request) evaluator.Request {
 // applyGang admits a pod of an admitted gang with the directives its owner
 // was admitted with: never re-decided, so never counted twice nor denied
 // on its own.
-func applyGang(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request) admission.Response {
-	patch, err := review.RenderGang(obj, d, req)
+func applyGang(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request, seal *Seal) admission.Response {
+	mutated, patch, err := review.RenderGang(obj, d, req)
 	if errors.Is(err, workload.ErrInvalid) || errors.Is(err, workload.ErrUnsupportedKind) {
 		return inputError(err)
 	}
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.Patched("pod of an admitted gang", patch...)
+	return admission.Patched("pod of an admitted gang", append(patch, seal.patch(mutated)...)...)
 }
 
 // reviewError classifies an error from Review: bad input is the client's

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -269,35 +268,65 @@ func TestMutatorExemptNamespace(t *testing.T) {
 	assert.Zero(t, rec.Calls())
 }
 
+// TestValidatorWorkloads: the validating webhook admits without a decision
+// only what the mutating webhook sealed for the same request; anything
+// else is decided, and directives on it that Mandate would not record for
+// it are refused.
 func TestValidatorWorkloads(t *testing.T) {
 	r, rec := reviewtest.Service(t)
-	v := &Validator{Reviewer: r}
-	marked, err := yaml.YAMLToJSON([]byte(fixtures.PlatformTooBig))
+	seal, err := NewSeal()
 	require.NoError(t, err)
-	obj := &unstructured.Unstructured{}
-	require.NoError(t, json.Unmarshal(marked, &obj.Object))
-	obj.SetAnnotations(map[string]string{scheduler.AnnotationDirectives: `{"scheduler":"kai"}`})
-	markedYAML, err := yaml.Marshal(obj.Object)
+	m := &Mutator{Reviewer: r, Seal: seal}
+	v := &Validator{Reviewer: r, Seal: seal}
+
+	// What the mutating webhook stores for VisionSweep, sealed for its request.
+	mreq := admissionRequest(t, admissionv1.Create, fixtures.VisionSweep, "", "alice")
+	mresp := m.Handle(context.Background(), mreq)
+	require.True(t, mresp.Allowed)
+	mutated := applyPatch(t, mreq, mresp)
+	require.NotEmpty(t, mutated.GetAnnotations()[AnnotationDirectivesSeal])
+	toYAML := func(obj *unstructured.Unstructured) string {
+		out, err := yaml.Marshal(obj.Object)
+		require.NoError(t, err)
+		return string(out)
+	}
+	sealed := toYAML(mutated)
+	changed := mutated.DeepCopy()
+	containers, _, err := unstructured.NestedSlice(changed.Object, "spec", "template", "spec", "containers")
 	require.NoError(t, err)
+	containers[0].(map[string]any)["resources"] = map[string]any{"limits": map[string]any{"nvidia.com/gpu": "8"}}
+	require.NoError(t, unstructured.SetNestedSlice(changed.Object, containers, "spec", "template", "spec", "containers"))
+	raised := toYAML(changed)
+	forged := mutated.DeepCopy()
+	annotations := forged.GetAnnotations()
+	annotations[scheduler.AnnotationDirectives] = strings.Replace(annotations[scheduler.AnnotationDirectives], `"preemptible":true`, `"preemptible":false`, 1)
+	forged.SetAnnotations(annotations)
+	tooBig := reviewtest.Object(t, fixtures.PlatformTooBig)
+	tooBig.SetAnnotations(map[string]string{scheduler.AnnotationDirectives: `{"scheduler":"kai"}`})
 
 	for _, tc := range []struct {
 		name        string
 		obj         string
 		wantAllowed bool
 		wantDecided bool
+		wantMessage string
 	}{
-		{name: "unmarked and forbidden: decided and denied", obj: fixtures.PlatformTooBig, wantDecided: true},
+		{name: "unmarked and forbidden: decided and denied", obj: fixtures.PlatformTooBig, wantDecided: true, wantMessage: "ceiling"},
 		{name: "unmarked and allowed: decided and admitted", obj: fixtures.VisionSweep, wantAllowed: true, wantDecided: true},
-		{name: "marked by the mutating webhook: admitted", obj: string(markedYAML), wantAllowed: true},
+		{name: "sealed by the mutating webhook for this request: admitted", obj: sealed, wantAllowed: true},
+		{name: "GPUs raised after sealing: decided again, its directives are not the recorded ones: refused", obj: raised, wantDecided: true, wantMessage: "did not record"},
+		{name: "directives changed after sealing: decided and refused", obj: toYAML(forged), wantDecided: true, wantMessage: "did not record"},
+		{name: "directives written by the submitter: decided and denied", obj: toYAML(tooBig), wantDecided: true, wantMessage: "ceiling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := rec.Calls()
-			resp := v.Handle(context.Background(), admissionRequest(t, admissionv1.Create, tc.obj, "", "alice"))
+			req := admissionRequest(t, admissionv1.Create, tc.obj, "", "alice")
+			resp := v.Handle(context.Background(), req)
 			assert.Equal(t, tc.wantAllowed, resp.Allowed, "result: %+v", resp.Result)
 			assert.Equal(t, tc.wantDecided, rec.Calls() > before)
 			if !tc.wantAllowed {
 				assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
-				assert.Contains(t, resp.Result.Message, "ceiling")
+				assert.Contains(t, resp.Result.Message, tc.wantMessage)
 			}
 		})
 	}

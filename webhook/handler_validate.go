@@ -30,6 +30,10 @@ type Validator struct {
 	ExemptNamespaces []string
 	// Decisions writes a decision log line per decision; nil writes none.
 	Decisions *decisionlog.Logger
+	// Seal checks the directives the mutating webhook recorded for this
+	// request (the Mutator's Seal); without a valid seal a workload is
+	// decided, whatever directives it carries.
+	Seal *Seal
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -52,12 +56,20 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if done {
 		return observe(webhookValidate, req, start, resp)
 	}
-	if _, marked, _ := scheduler.RecordedDirectives(obj.GetAnnotations()); marked {
+	if v.Seal.Verify(obj) {
 		return observe(webhookValidate, req, start, admission.Allowed("admitted by the mutating webhook"))
 	}
-	if _, ok, err := v.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
+	// Unsealed: the mutating webhook did not see this request (its call
+	// failed open, or reached another replica), or the directives were
+	// written by someone else. Decide; directives on the object must be
+	// the ones Mandate records for it.
+	claimed, marked := obj.GetAnnotations()[scheduler.AnnotationDirectives]
+	if d, ok, err := v.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
 		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
+		if marks, err := scheduler.Marks(d); marked && (err != nil || marks != claimed) {
+			return observe(webhookValidate, req, start, forgedDirectives(req))
+		}
 		return observe(webhookValidate, req, start, admission.Allowed("pod of an admitted gang"))
 	}
 	result, err := v.Reviewer.Review(ctx, obj, requestOf(req))
@@ -70,11 +82,28 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if !d.Allowed {
 		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, denied(d))
 	}
+	if marked {
+		if claimed != result.Mutated.GetAnnotations()[scheduler.AnnotationDirectives] {
+			return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, forgedDirectives(req))
+		}
+		resp = admission.Allowed("decided again: the directives it carries are the ones Mandate records")
+		resp.AuditAnnotations = auditAnnotations(d)
+		return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, resp)
+	}
 	resp = admission.Allowed("")
 	resp.Warnings = append(d.Warnings[:len(d.Warnings):len(d.Warnings)],
 		"admitted without Mandate's scheduling directives: the mutating webhook did not run")
 	resp.AuditAnnotations = auditAnnotations(d)
 	return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, resp)
+}
+
+// forgedDirectives denies an object whose mandate.dev/directives are not
+// the ones Mandate records for it.
+func forgedDirectives(req admission.Request) admission.Response {
+	resp := admission.Denied(fmt.Sprintf("%s %s/%s carries %s that Mandate did not record for it: remove the annotation and create it again, "+
+		"and Mandate decides and records them", req.Kind.Kind, req.Namespace, req.Name, scheduler.AnnotationDirectives))
+	resp.Result.Code = http.StatusForbidden
+	return resp
 }
 
 // guardOwnedKeys refuses an UPDATE of a workload Mandate admitted that

@@ -39,11 +39,15 @@ type Handlers struct {
 }
 
 // NewHandlers builds the /mutate and /validate webhooks.
-func NewHandlers(o HandlerOptions) Handlers {
-	m := &Mutator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog}
+func NewHandlers(o HandlerOptions) (Handlers, error) {
+	seal, err := NewSeal()
+	if err != nil {
+		return Handlers{}, err
+	}
+	m := &Mutator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog, Seal: seal}
 	v := &Validator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog,
-		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}}
-	return Handlers{Mutator: m, Validator: v, Mutate: &admission.Webhook{Handler: m}, Validate: &admission.Webhook{Handler: v}}
+		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}, Seal: seal}
+	return Handlers{Mutator: m, Validator: v, Mutate: &admission.Webhook{Handler: m}, Validate: &admission.Webhook{Handler: v}}, nil
 }
 
 // Register adds the handlers to a webhook server at MutatePath and

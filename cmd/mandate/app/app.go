@@ -125,9 +125,11 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	}
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
-	s.Handlers = webhook.NewHandlers(webhook.HandlerOptions{
+	if s.Handlers, err = webhook.NewHandlers(webhook.HandlerOptions{
 		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
-	})
+	}); err != nil {
+		return nil, err
+	}
 	s.Handlers.Register(s.Manager.GetWebhookServer(), webhook.NewLimiter(int64(c.Webhook.MaxInFlightBytes), time.Second))
 	runnables := []manager.Runnable{manager.RunnableFunc(s.waitForSync)}
 	for _, src := range []bundles.Source{bundleSrc, shadowSrc} {
