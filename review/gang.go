@@ -58,6 +58,37 @@ func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstruct
 	return d, s.admittedFor(obj, owner, req), nil
 }
 
+// DaemonSetPod says whether obj is a pod without GPUs whose controller is a
+// DaemonSet that exists with the UID the pod names: such pods run one per
+// node, outside any tenant's quota, and are admitted undecided. A pod that
+// only claims a DaemonSet owner (the reference is the client's to write),
+// or asks for GPUs, is decided like any other. False without an Owners
+// reader.
+func (s *Service) DaemonSetPod(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	if s.Owners == nil || obj.GroupVersionKind() != workload.PodGVK {
+		return false, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != "DaemonSet" || ref.APIVersion != "apps/v1" || ref.UID == "" {
+		return false, nil
+	}
+	if w, err := workload.Normalize(obj); err != nil || w.TotalGPUs > 0 {
+		return false, nil
+	}
+	ds := &unstructured.Unstructured{}
+	ds.SetAPIVersion(ref.APIVersion)
+	ds.SetKind(ref.Kind)
+	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
+	defer cancel()
+	if err := s.Owners.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, ds); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("unable to read owner DaemonSet %s/%s: %w", obj.GetNamespace(), ref.Name, err)
+	}
+	return ds.GetUID() == ref.UID, nil
+}
+
 // admittedFor says whether pod fits the gang owner was admitted as: no
 // more GPUs than the owner's largest pod, of the same resource, and, for a
 // GPU pod, a free slot among the owner's GPU pods. An owner or pod that

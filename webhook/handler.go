@@ -61,6 +61,12 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if done {
 		return observe(webhookMutate, req, start, resp)
 	}
+	if ok, err := m.Reviewer.DaemonSetPod(ctx, obj); err != nil {
+		log.Error(err, "unable to read the pod's DaemonSet")
+		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
+	} else if ok {
+		return observe(webhookMutate, req, start, admission.Allowed("pod of a DaemonSet, without GPUs"))
+	}
 	if d, ok, err := m.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
 		log.Error(err, "unable to read the pod's owner")
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))

@@ -63,6 +63,11 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	// failed open, or reached another replica), or the directives were
 	// written by someone else. Decide; directives on the object must be
 	// the ones Mandate records for it.
+	if ok, err := v.Reviewer.DaemonSetPod(ctx, obj); err != nil {
+		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))
+	} else if ok {
+		return observe(webhookValidate, req, start, admission.Allowed("pod of a DaemonSet, without GPUs"))
+	}
 	claimed, marked := obj.GetAnnotations()[scheduler.AnnotationDirectives]
 	if d, ok, err := v.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
 		return observe(webhookValidate, req, start, admission.Errored(http.StatusInternalServerError, err))

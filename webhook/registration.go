@@ -153,14 +153,11 @@ func workloadRules(ops ...admissionregistrationv1.OperationType) []admissionregi
 }
 
 // workloadConditions skip what Mandate does not govern before the API
-// server calls it.
+// server calls it. Only on fields a client cannot forge: DaemonSet pods are
+// sent (an ownerReference is the client's to write) and
+// review.Service.DaemonSetPod verifies the owner.
 func workloadConditions() []admissionregistrationv1.MatchCondition {
 	return []admissionregistrationv1.MatchCondition{{
-		// A DaemonSet's pods run one per node, outside any tenant's gang.
-		Name: "not-daemonset-pod",
-		Expression: `!has(object.metadata.ownerReferences) || ` +
-			`!object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/'))`,
-	}, {
 		// Mirror pods are the kubelet's static pods, already running.
 		Name:       "not-mirror-pod",
 		Expression: `!has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)`,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,69 @@ func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
 	}
 	if got := greedy.Labels[ledger.LabelPreemptible]; got != "true" {
 		t.Errorf("an 8-GPU pod naming the 1-GPU-per-pod Job has mandate.dev/preemptible=%q, want true: decided on its own past platform's guarantee", got)
+	}
+}
+
+// TestDaemonSetPods: a pod is admitted undecided as a DaemonSet's only when
+// it asks for no GPUs and the DaemonSet it names exists with that UID. A
+// pod with a made-up DaemonSet owner, or a real DaemonSet's GPU pod, is
+// decided like any other.
+func TestDaemonSetPods(t *testing.T) {
+	s := start(t)
+	s.populate(t)
+	ctx := context.Background()
+	c := s.env.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}); err != nil {
+		t.Fatal(err)
+	}
+	daemonSet := func(ns, name string) *appsv1.DaemonSet {
+		ds := &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}}},
+			},
+		}
+		if err := c.Create(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	podOf := func(ns, name, owner string, uid types.UID, gpus string, class string) *corev1.Pod {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: owner, UID: uid, Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{PriorityClassName: class, Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}},
+		}
+		if gpus != "" {
+			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}
+		}
+		return pod
+	}
+
+	exporter := daemonSet("monitoring", "node-exporter")
+	pod := podOf("monitoring", "node-exporter-x1", exporter.Name, exporter.UID, "", "")
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatalf("a CPU pod of a real DaemonSet in an untenanted namespace: %v", err)
+	}
+	for k := range pod.Annotations {
+		if strings.HasPrefix(k, "mandate.dev/") {
+			t.Errorf("the DaemonSet's pod was decided: it carries %s", k)
+		}
+	}
+
+	ghost := podOf("vision", "ghost-0", "ghost", types.UID("0b1c2d3e-dead-4000-8000-000000000000"), "8", "build")
+	if err := c.Create(ctx, ghost); !apierrors.IsForbidden(err) {
+		t.Errorf("an 8-GPU build pod of research-vision naming a DaemonSet that does not exist: error = %v, want Forbidden (decided: build is above its tiers)", err)
+	}
+
+	agent := daemonSet("platform", "gpu-agent")
+	gpuPod := podOf("platform", "gpu-agent-x1", agent.Name, agent.UID, "1", "build")
+	if err := c.Create(ctx, gpuPod); err != nil {
+		t.Fatal(err)
+	}
+	if got := gpuPod.Labels[ledger.LabelPreemptible]; got == "" {
+		t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", ledger.LabelPreemptible)
 	}
 }

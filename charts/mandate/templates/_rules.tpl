@@ -52,9 +52,6 @@ rules:
 {{/* The mutating webhook's matchConditions (see workloadConditions in webhook/registration.go). */}}
 {{- define "mandate.workloadConditions" -}}
 matchConditions:
-  - name: not-daemonset-pod
-    expression: >-
-      !has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/'))
   - name: not-mirror-pod
     expression: >-
       !has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)
@@ -63,9 +60,6 @@ matchConditions:
 {{/* The validating webhook's matchConditions: UPDATEs only when they change Mandate's keys. */}}
 {{- define "mandate.validatingWorkloadConditions" -}}
 matchConditions:
-  - name: not-daemonset-pod
-    expression: >-
-      !has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/'))
   - name: not-mirror-pod
     expression: >-
       !has(object.metadata.annotations) || !('kubernetes.io/config.mirror' in object.metadata.annotations)
