@@ -106,11 +106,11 @@ func (sh *shared) tree(root string) *sharedTree {
 }
 
 // decideShared is Decide's transaction with a shared ledger.
-func (s *State) decideShared(ctx context.Context, tenant, key string, decide func(View) (Reservation, error)) error {
+func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
 	root := s.ledger.RootOf(tenant)
 	t := s.shared.tree(root)
 	for range maxCommitAttempts {
-		b, err := s.decideLocally(ctx, root, t, tenant, key, decide)
+		b, err := s.decideLocally(ctx, root, t, tenant, key, ownerUID, decide)
 		if b == nil || err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (s *State) decideShared(ctx context.Context, tenant, key string, decide fun
 // decideLocally decides on the mirror, records the reservation in it and
 // in the open batch, and starts a commit unless one is in flight. It
 // returns the batch to wait for; nil when there is nothing to commit.
-func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, tenant, key string,
+func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, tenant, key, ownerUID string,
 	decide func(View) (Reservation, error)) (*batch, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -141,7 +141,7 @@ func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, t
 	}
 	before, had := s.ledger.Reservation(key)
 	s.ledger.Release(key)
-	r, err := decide(View{Usage: s.Usage(tenant), Cluster: s.Snapshot()})
+	r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
 	if err != nil {
 		if had {
 			s.ledger.Put(key, before)

@@ -24,6 +24,17 @@ type Reservation struct {
 	Preemptible bool
 }
 
+// usage is the tenant's usage, without the pods of ownerUID when set.
+func (s *State) usage(tenant, ownerUID string) map[string]map[string]ledger.Usage {
+	if tenant == "" {
+		return nil
+	}
+	if ownerUID != "" {
+		return s.ledger.UsageExcluding(tenant, ownerUID)
+	}
+	return s.ledger.Usage(tenant)
+}
+
 // SetConfirmationWindow sets how long a reservation counts before the
 // stored object's pods confirm it (config.DefaultConfirmationWindow when
 // zero or never set). Set it before admissions start.
@@ -54,8 +65,15 @@ func (s *State) ClaimGangPod(ownerUID, key string, size int) bool {
 // may be called again when another replica committed first. Rendering and
 // patching belong after Decide returns, outside the transaction.
 func (s *State) Decide(ctx context.Context, tenant, key string, decide func(View) (Reservation, error)) error {
+	return s.DecideExcluding(ctx, tenant, key, "", decide)
+}
+
+// DecideExcluding is Decide for a change of an admitted workload's demand:
+// the View leaves out the pods of its controller UID ownerUID, whose whole
+// new demand is decided (and reserved under key, which its pods consume).
+func (s *State) DecideExcluding(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
 	if s.shared != nil && tenant != "" && key != "" {
-		return s.decideShared(ctx, tenant, key, decide)
+		return s.decideShared(ctx, tenant, key, ownerUID, decide)
 	}
 	if tenant != "" {
 		defer s.ledger.LockTree(tenant)()
@@ -63,7 +81,7 @@ func (s *State) Decide(ctx context.Context, tenant, key string, decide func(View
 	if key != "" {
 		s.ledger.Release(key)
 	}
-	r, err := decide(View{Usage: s.Usage(tenant), Cluster: s.Snapshot()})
+	r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
 	if err != nil {
 		return err
 	}

@@ -200,7 +200,7 @@ func (l *Ledger) DeletePod(namespace, name string) {
 // apply adds (sign +1) or removes (-1) a pod's GPUs on the tenant and every
 // ancestor. Callers hold the lock.
 func (l *Ledger) apply(tenant string, e podEntry, sign int) {
-	preemptible := e.explicit > 0 || (e.explicit == 0 && l.cfg.PreemptibleClasses[e.class])
+	preemptible := l.preemptible(e)
 	for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
 		byRes := l.rolled[t]
 		if byRes == nil {
@@ -216,6 +216,42 @@ func (l *Ledger) apply(tenant string, e podEntry, sign int) {
 			byRes[res] = u
 		}
 	}
+}
+
+// preemptible says whether a pod counts as preemptible work: what its
+// scheduler keys state, else its class's tier.
+func (l *Ledger) preemptible(e podEntry) bool {
+	return e.explicit > 0 || (e.explicit == 0 && l.cfg.PreemptibleClasses[e.class])
+}
+
+// UsageExcluding is Usage without the pods whose controller is ownerUID:
+// the view in which a change of that owner's demand is decided as its
+// whole new demand.
+func (l *Ledger) UsageExcluding(tenant, ownerUID string) map[string]map[string]Usage {
+	out := l.Usage(tenant)
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, e := range l.pods {
+		if e.owner != ownerUID || ownerUID == "" {
+			continue
+		}
+		preemptible := l.preemptible(e)
+		for t, depth := l.nsTenant[e.namespace], 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
+			byRes, ok := out[t]
+			if !ok {
+				continue
+			}
+			for res, n := range e.gpus {
+				u := byRes[res]
+				u.Total -= n
+				if !preemptible {
+					u.NonPreemptible -= n
+				}
+				byRes[res] = u
+			}
+		}
+	}
+	return out
 }
 
 // Usage returns the rolled-up usage of the tenant and each of its ancestors:

@@ -109,7 +109,7 @@ type Result struct {
 // namespace-less object is taken to be in "default". With a shadow
 // revision active, Result.Shadow says what it would have decided.
 func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, error) {
-	out, in, err := s.review(ctx, obj, req)
+	out, in, err := s.review(ctx, obj, req, "")
 	if s.Shadow == nil || err != nil {
 		return out, err
 	}
@@ -121,7 +121,7 @@ func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, re
 
 // review decides with the active revision and returns the input it
 // decided, so that a shadow revision sees exactly the same.
-func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, evaluator.Input, error) {
+func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request, exclude string) (Result, evaluator.Input, error) {
 	w, err := s.normalize(obj)
 	if err != nil {
 		return Result{}, evaluator.Input{}, err
@@ -145,7 +145,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	// The quota transaction: reading usage, deciding and reserving happen
 	// as one, so concurrent admissions never both spend the same quota.
 	// Rendering and patching come after it.
-	err = s.State.Decide(ctx, w.Tenant, key, func(v cluster.View) (cluster.Reservation, error) {
+	err = s.State.DecideExcluding(ctx, w.Tenant, key, exclude, func(v cluster.View) (cluster.Reservation, error) {
 		in.Usage, in.Cluster = v.Usage, v.Cluster
 		var err error
 		if d, err = decider.Decide(ctx, in); err != nil {
@@ -188,6 +188,32 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	}
 	out.Mutated = mutated
 	return out, in, nil
+}
+
+// ChangeRaises says whether an UPDATE of an admitted workload raises what
+// was decided: more pods, GPUs or GPUs per pod, another GPU resource or
+// priority class. Lowering a demand needs no decision: its pods free the
+// quota as they end.
+func (s *Service) ChangeRaises(old, cur *unstructured.Unstructured) (bool, error) {
+	ow, err := s.normalize(old)
+	if err != nil {
+		return false, err
+	}
+	nw, err := s.normalize(cur)
+	if err != nil {
+		return false, err
+	}
+	return nw.Pods > ow.Pods || nw.TotalGPUs > ow.TotalGPUs || nw.GPUsPerPod > ow.GPUsPerPod ||
+		nw.GPUResource != ow.GPUResource || nw.PriorityClass != ow.PriorityClass, nil
+}
+
+// ReviewChange decides cur, the new version of an admitted workload whose
+// change raises its demand (ChangeRaises), as a create of its whole new
+// demand in a view without its own pods, and reserves it under its key
+// (its pods consume the reservation).
+func (s *Service) ReviewChange(ctx context.Context, cur *unstructured.Unstructured, req evaluator.Request) (Result, error) {
+	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()))
+	return out, err
 }
 
 // normalize is the workload as submitted. A preemptibility key that only

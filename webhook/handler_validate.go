@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
+	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
@@ -50,7 +52,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return observe(webhookValidate, req, start, v.Tenancy.Handle(ctx, req))
 	}
 	if req.Operation == admissionv1.Update {
-		return observe(webhookValidate, req, start, v.guardOwnedKeys(req))
+		return observe(webhookValidate, req, start, v.update(ctx, req))
 	}
 	obj, resp, done := admit(req, v.ExemptNamespaces)
 	if done {
@@ -102,6 +104,29 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	return decided(ctx, v.Decisions, webhookValidate, req, obj, start, result, nil, resp)
 }
 
+// podTerms lists, as "what=before (now after)", the directives its pods
+// carry that differ between was and now: the scheduler, queue, priority
+// class, preemptibility and required topology. The gang's minimum may
+// grow with the gang.
+func podTerms(was, now evaluator.Directives) []string {
+	var out []string
+	for _, f := range []struct {
+		name        string
+		before, now string
+	}{
+		{"scheduler", was.Scheduler, now.Scheduler},
+		{"queue", was.Queue, now.Queue},
+		{"priority class", was.PriorityClass, now.PriorityClass},
+		{"preemptible", strconv.FormatBool(was.Preemptible), strconv.FormatBool(now.Preemptible)},
+		{"required topology", was.RequiredLevel, now.RequiredLevel},
+	} {
+		if f.before != f.now {
+			out = append(out, fmt.Sprintf("%s=%s (now %s)", f.name, f.before, f.now))
+		}
+	}
+	return out
+}
+
 // forgedDirectives denies an object whose mandate.dev/directives are not
 // the ones Mandate records for it.
 func forgedDirectives(req admission.Request) admission.Response {
@@ -111,13 +136,16 @@ func forgedDirectives(req admission.Request) admission.Response {
 	return resp
 }
 
-// guardOwnedKeys refuses an UPDATE of a workload Mandate admitted that
-// changes Mandate's own keys (scheduler.ChangedOwnedKeys): they were set
-// by the authority model's decision, and the quota ledger, the schedulers
-// and the gang controller read them, so a tenant relabelling its running
-// pods preemptible could otherwise free guarantee it still uses. Anything
-// else an UPDATE changes is not Mandate's concern here.
-func (v *Validator) guardOwnedKeys(req admission.Request) admission.Response {
+// update checks an UPDATE of a workload Mandate admitted: Mandate's own
+// keys (scheduler.ChangedOwnedKeys) cannot change, since they were set by
+// the authority model's decision and the quota ledger, the schedulers and
+// the gang controller read them (a tenant relabelling its running pods
+// preemptible could otherwise free guarantee it still uses); and a change
+// that raises its demand (more pods or GPUs, another class) is decided as
+// its whole new demand, admitted only when the decision is the one it was
+// admitted with, and reserved. Anything else an UPDATE changes is not
+// Mandate's concern.
+func (v *Validator) update(ctx context.Context, req admission.Request) admission.Response {
 	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
 	if _, governed := workload.Lookup(gvk); !governed || slices.Contains(v.ExemptNamespaces, req.Namespace) {
 		return admission.Allowed("")
@@ -126,7 +154,7 @@ func (v *Validator) guardOwnedKeys(req admission.Request) admission.Response {
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if _, admitted, _ := scheduler.RecordedDirectives(oldObj.GetAnnotations()); !admitted {
+	if _, admitted := oldObj.GetAnnotations()[scheduler.AnnotationDirectives]; !admitted {
 		return admission.Allowed("not admitted by Mandate")
 	}
 	newObj, err := decodeObject(req.Object.Raw, req.Namespace)
@@ -134,12 +162,44 @@ func (v *Validator) guardOwnedKeys(req admission.Request) admission.Response {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	changed := scheduler.ChangedOwnedKeys(oldObj.GetLabels(), newObj.GetLabels(), oldObj.GetAnnotations(), newObj.GetAnnotations())
-	if len(changed) == 0 {
+	if len(changed) > 0 {
+		resp := admission.Denied(fmt.Sprintf("%s %s/%s was admitted by Mandate and %s set by the authority model's decision; "+
+			"they cannot be changed afterwards: delete and create the workload again to have it decided anew",
+			req.Kind.Kind, req.Namespace, req.Name, strings.Join(changed, ", ")+" are"))
+		resp.Result.Code = http.StatusForbidden
+		return resp
+	}
+	if gvk == workload.PodGVK {
 		return admission.Allowed("")
 	}
-	resp := admission.Denied(fmt.Sprintf("%s %s/%s was admitted by Mandate and %s set by the authority model's decision; "+
-		"they cannot be changed afterwards: delete and create the workload again to have it decided anew",
-		req.Kind.Kind, req.Namespace, req.Name, strings.Join(changed, ", ")+" are"))
-	resp.Result.Code = http.StatusForbidden
+	raises, err := v.Reviewer.ChangeRaises(oldObj, newObj)
+	if err != nil {
+		return inputError(err)
+	}
+	if !raises {
+		return admission.Allowed("")
+	}
+	result, err := v.Reviewer.ReviewChange(ctx, newObj, requestOf(req))
+	if err != nil {
+		return reviewError(ctx, err)
+	}
+	d := result.Decision
+	if !d.Allowed {
+		return denied(d)
+	}
+	was, _, err := scheduler.RecordedDirectives(oldObj.GetAnnotations())
+	if err != nil {
+		return inputError(err)
+	}
+	if differ := podTerms(was, d.Directives); len(differ) > 0 {
+		resp := admission.Denied(fmt.Sprintf("%s %s/%s was admitted with %s; with this change the authority model decides otherwise, "+
+			"which its pods cannot take on: delete and create it again with the new demand to have it decided anew",
+			req.Kind.Kind, req.Namespace, req.Name, strings.Join(differ, ", ")))
+		resp.Result.Code = http.StatusForbidden
+		return resp
+	}
+	resp := admission.Allowed("the raised demand is decided as admitted before, and reserved")
+	resp.Warnings = d.Warnings
+	resp.AuditAnnotations = auditAnnotations(d)
 	return resp
 }

@@ -164,11 +164,13 @@ func workloadConditions() []admissionregistrationv1.MatchCondition {
 	}}
 }
 
-// ownedKeysChanged sends an UPDATE to Mandate only when it changes one of
-// Mandate's own keys (scheduler.ChangedOwnedKeys, written here in CEL):
-// every other update of a running workload, a controller removing a
-// finalizer for one, never waits on Mandate, and does not fail when
-// Mandate is down.
+// ownedKeysChanged sends an UPDATE of a pod to Mandate only when it changes
+// one of Mandate's own keys (scheduler.ChangedOwnedKeys, written here in
+// CEL): every other update of a running pod, a controller removing a
+// finalizer, never waits on Mandate, and does not fail when Mandate is
+// down. Updates of gang owners (Jobs and the like, rare: their controllers
+// write status through its subresource) are all sent, for a change of
+// their demand to be decided.
 func ownedKeysChanged() admissionregistrationv1.MatchCondition {
 	owned := func(keys []string) string {
 		quoted := make([]string, len(keys))
@@ -185,8 +187,8 @@ func ownedKeysChanged() admissionregistrationv1.MatchCondition {
 			"(has(%[2]s) && %[2]s.exists(k, %[3]s && (!has(%[1]s) || !(k in %[1]s))))", cur, old, owned(keys))
 	}
 	return admissionregistrationv1.MatchCondition{
-		Name: "create-or-owned-keys-changed",
-		Expression: "request.operation != 'UPDATE' || " + changed("labels", scheduler.OwnedLabels) + " || " +
+		Name: "create-owner-update-or-owned-keys-changed",
+		Expression: "request.operation != 'UPDATE' || request.kind.kind != 'Pod' || " + changed("labels", scheduler.OwnedLabels) + " || " +
 			changed("annotations", scheduler.OwnedAnnotations),
 	}
 }

@@ -286,3 +286,44 @@ func TestDaemonSetPods(t *testing.T) {
 		t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", ledger.LabelPreemptible)
 	}
 }
+
+// TestJobParallelismRaisedIsDecided: raising an admitted Job's parallelism
+// decides its whole new demand as a create would be, without counting its
+// own pods twice: past platform's ceiling of 16 it is denied; past its
+// guarantee of 8 it would run preemptible, which its non-preemptible pods
+// cannot become, so it is refused; within both it is admitted and
+// reserved.
+func TestJobParallelismRaisedIsDecided(t *testing.T) {
+	s := start(t)
+	s.populate(t)
+	ctx := context.Background()
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: "platform"},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(40)),
+			Template: corev1.PodTemplateSpec{Spec: buildPod("").Spec}},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := s.env.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	total := func() int { return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].Total }
+	if got := total(); got != 2 {
+		t.Fatalf("platform holds %d GPUs after admitting the 2-pod Job, want 2", got)
+	}
+	scale := func(n int) error {
+		patch := fmt.Sprintf(`{"spec":{"parallelism":%d}}`, n)
+		return s.env.Client.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	if err := scale(20); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ceiling") {
+		t.Errorf("parallelism 2 → 20 (20 GPUs, ceiling 16): error = %v, want Forbidden naming the ceiling", err)
+	}
+	if err := scale(12); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "delete and create it again") {
+		t.Errorf("parallelism 2 → 12 (past the guarantee of 8): error = %v, want Forbidden: it would run preemptible", err)
+	}
+	if err := scale(4); err != nil {
+		t.Fatalf("parallelism 2 → 4: %v", err)
+	}
+	if got := total(); got != 4 {
+		t.Errorf("platform holds %d GPUs after the Job grew to 4 pods, want 4 (its new demand reserved, once)", got)
+	}
+}
