@@ -125,6 +125,21 @@ func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
 	}
 }
 
+// createBuildJob creates a Job of tenant platform of one-GPU build pods.
+func (s *suite) createBuildJob(t *testing.T, name string, parallelism, completions int32) *batchv1.Job {
+	t.Helper()
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "platform"},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(parallelism), Completions: ptr.To(completions),
+			Template: corev1.PodTemplateSpec{Spec: buildPod("").Spec}},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := s.env.Client.Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
 // buildPod is a one-GPU build pod of tenant platform.
 func buildPod(name string) *corev1.Pod {
 	return &corev1.Pod{
@@ -182,15 +197,7 @@ func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
 	s := start(t)
 	s.populate(t)
 	ctx := context.Background()
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "platform"},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(2)),
-			Template: corev1.PodTemplateSpec{Spec: buildPod("").Spec}},
-	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	if err := s.env.Client.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
+	job := s.createBuildJob(t, "train", 2, 2)
 	if job.Labels[ledger.LabelPreemptible] != "" || job.Spec.Template.Labels[ledger.LabelPreemptible] != "false" {
 		t.Fatalf("the Job was admitted with pod labels %v, want non-preemptible", job.Spec.Template.Labels)
 	}
@@ -297,15 +304,7 @@ func TestJobParallelismRaisedIsDecided(t *testing.T) {
 	s := start(t)
 	s.populate(t)
 	ctx := context.Background()
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: "platform"},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(2)), Completions: ptr.To(int32(40)),
-			Template: corev1.PodTemplateSpec{Spec: buildPod("").Spec}},
-	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	if err := s.env.Client.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
+	job := s.createBuildJob(t, "grow", 2, 40)
 	total := func() int { return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].Total }
 	if got := total(); got != 2 {
 		t.Fatalf("platform holds %d GPUs after admitting the 2-pod Job, want 2", got)
