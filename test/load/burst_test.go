@@ -43,8 +43,8 @@ func (h *harness) createPods(workers int, jobs <-chan int, pod func(i int) *core
 }
 
 // burst creates podsPerTenant one-GPU build pods in every tenant's namespace
-// with workers in parallel, interleaving tenants; during(i) runs before the
-// i-th create. It returns each create's latency and how many failed.
+// with workers in parallel, interleaving tenants, half of them named and
+// half with only a generateName; during(i) runs before the i-th create. It returns each create's latency and how many failed.
 func (h *harness) burst(prefix string, workers int, during func(i int)) ([]time.Duration, int) {
 	jobs := make(chan int)
 	go func() {
@@ -62,7 +62,13 @@ func (h *harness) burst(prefix string, workers int, during func(i int)) ([]time.
 		failed    int
 	)
 	h.createPods(workers, jobs, func(i int) *corev1.Pod {
-		return gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%04d", prefix, i), "build")
+		pod := gpuPod(fmt.Sprintf("team-%d", i%tenants), fmt.Sprintf("%s-%04d", prefix, i), "build")
+		if i%2 == 1 {
+			// Half the pods have only a generateName, as every
+			// Deployment's, ReplicaSet's and Job's have.
+			pod.GenerateName, pod.Name = pod.Name+"-", ""
+		}
+		return pod
 	}, func(_ *corev1.Pod, start, end time.Time, err error) {
 		mu.Lock()
 		defer mu.Unlock()
