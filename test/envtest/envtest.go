@@ -75,6 +75,9 @@ type Env struct {
 
 	// apiServerDir is the certificate directory of a restartable API server.
 	apiServerDir string
+	// apiServerArgs are the flags the options set, which a second API
+	// server (StartSecondAPIServer) is given too.
+	apiServerArgs [][2]string
 }
 
 // Option configures Start.

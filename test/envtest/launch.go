@@ -112,14 +112,15 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		return fail(fmt.Errorf("unable to create a client: %w", err))
 	}
 	return &Env{
-		Config:       cfg,
-		Client:       c,
-		Scheme:       o.scheme,
-		Environment:  ce,
-		RepoRoot:     root,
-		CRDs:         ce.CRDs,
-		apiServerDir: certDir,
-		AuditLog:     auditLogPath(auditDir),
+		Config:        cfg,
+		Client:        c,
+		Scheme:        o.scheme,
+		Environment:   ce,
+		RepoRoot:      root,
+		CRDs:          ce.CRDs,
+		apiServerDir:  certDir,
+		apiServerArgs: o.apiServerArgs,
+		AuditLog:      auditLogPath(auditDir),
 	}, stop, nil
 }
 

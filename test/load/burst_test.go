@@ -25,21 +25,31 @@ const podsPerTenant = 100
 // the workers, concurrently) with when it began and ended.
 func (h *harness) createPods(workers int, jobs <-chan int, pod func(i int) *corev1.Pod, done func(pod *corev1.Pod, start, end time.Time, err error)) {
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := h.clientOf(w)
 			for i := range jobs {
 				p := pod(i)
 				start := time.Now()
 				ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(10*time.Second))
-				err := h.env.Client.Create(ctx, p)
+				err := c.Create(ctx, p)
 				cancel()
 				done(p, start, time.Now(), err)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// clientOf is the client worker w creates through: with several API
+// servers (harness.apiServers), the workers take turns.
+func (h *harness) clientOf(w int) client.Client {
+	if len(h.apiServers) == 0 {
+		return h.env.Client
+	}
+	return h.apiServers[w%len(h.apiServers)]
 }
 
 // burst creates podsPerTenant one-GPU build pods in every tenant's namespace

@@ -58,6 +58,9 @@ type harness struct {
 	serveLog   *bytes.Buffer
 	serveOut   *lockedWriter
 	restartDur time.Duration
+	// apiServers, when set, are the clients of every API server of a
+	// highly available control plane; bursts spread their creates over them.
+	apiServers []client.Client
 }
 
 // mandateNamespace is Mandate's own namespace, never governed.
