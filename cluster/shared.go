@@ -105,12 +105,19 @@ func (sh *shared) tree(root string) *sharedTree {
 	return t.(*sharedTree)
 }
 
-// decideShared is Decide's transaction with a shared ledger.
-func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
-	root := s.ledger.RootOf(tenant)
+// stage makes one admission's change to a tree's mirror, under the tree's
+// lock: it says whether there is anything new to commit. When another
+// replica committed first, the stage runs again on what the object holds
+// then.
+type stage func() (commit bool, err error)
+
+// transactShared runs st on root's mirror and waits until what it staged
+// is committed to the tree's TenantLedger (with the other decisions of its
+// batch), running it again after a conflict.
+func (s *State) transactShared(ctx context.Context, root string, st stage) error {
 	t := s.shared.tree(root)
 	for range maxCommitAttempts {
-		b, err := s.decideLocally(ctx, root, t, tenant, key, ownerUID, decide)
+		b, err := s.stageLocally(ctx, root, t, st)
 		if b == nil || err != nil {
 			return err
 		}
@@ -127,11 +134,32 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 		maxCommitAttempts, TenantLedgerGVK.Kind, ledgerName(root))
 }
 
-// decideLocally decides on the mirror, records the reservation in it and
-// in the open batch, and starts a commit unless one is in flight. It
-// returns the batch to wait for; nil when there is nothing to commit.
-func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, tenant, key, ownerUID string,
-	decide func(View) (Reservation, error)) (*batch, error) {
+// decideShared is Decide's transaction with a shared ledger.
+func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
+	return s.transactShared(ctx, s.ledger.RootOf(tenant), func() (bool, error) {
+		before, had := s.ledger.Reservation(key)
+		s.ledger.Release(key)
+		r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
+		if err != nil {
+			if had {
+				s.ledger.Put(key, before)
+			}
+			return false, err
+		}
+		if len(r.GPUs) > 0 {
+			s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
+				Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second)})
+			return true, nil
+		}
+		return had, nil // a release to commit, or nothing reserved before or now
+	})
+}
+
+// stageLocally runs st on the mirror (read first when stale) and, when it
+// staged something, adds it to the open batch and starts a commit unless
+// one is in flight. It returns the batch to wait for; nil when there is
+// nothing to commit.
+func (s *State) stageLocally(ctx context.Context, root string, t *sharedTree, st stage) (*batch, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.fresh && !t.writing {
@@ -139,20 +167,9 @@ func (s *State) decideLocally(ctx context.Context, root string, t *sharedTree, t
 			return nil, err
 		}
 	}
-	before, had := s.ledger.Reservation(key)
-	s.ledger.Release(key)
-	r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
-	if err != nil {
-		if had {
-			s.ledger.Put(key, before)
-		}
+	commit, err := st()
+	if err != nil || !commit {
 		return nil, err
-	}
-	if len(r.GPUs) > 0 {
-		s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
-			Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second)})
-	} else if !had {
-		return nil, nil // nothing reserved before or now: nothing to commit
 	}
 	if t.open == nil {
 		t.open = &batch{done: make(chan struct{})}
@@ -282,6 +299,13 @@ func specOf(rs map[string]ledger.Reservation) (map[string]any, error) {
 		if strings.ContainsAny(key+r.Tenant, " \n") || key == "" || r.Tenant == "" {
 			return nil, fmt.Errorf("reservation %q of tenant %q cannot be stored: a key or tenant with a space", key, r.Tenant)
 		}
+		if r.Owner != "" {
+			if strings.ContainsAny(r.Owner, " \n") {
+				return nil, fmt.Errorf("gang claim %q names an owner UID with a space", key)
+			}
+			fmt.Fprintf(&b, "%s %s C %d owner=%s\n", key, r.Tenant, r.Expires.Unix(), r.Owner)
+			continue
+		}
 		mark := "N"
 		if r.Preemptible {
 			mark = "P"
@@ -321,12 +345,19 @@ func reservationsOf(obj *unstructured.Unstructured) (map[string]ledger.Reservati
 // parseReservation reads one line of spec.reservations.
 func parseReservation(line string) (string, ledger.Reservation, error) {
 	f := strings.Fields(line)
-	if len(f) != 5 || (f[2] != "P" && f[2] != "N") {
-		return "", ledger.Reservation{}, errors.New("want KEY TENANT P|N EXPIRES RESOURCE=GPUS[,...]")
+	if len(f) != 5 || (f[2] != "P" && f[2] != "N" && f[2] != "C") {
+		return "", ledger.Reservation{}, errors.New("want KEY TENANT P|N EXPIRES RESOURCE=GPUS[,...] or KEY TENANT C EXPIRES owner=UID")
 	}
 	expires, err := strconv.ParseInt(f[3], 10, 64)
 	if err != nil {
 		return "", ledger.Reservation{}, fmt.Errorf("expiry: %w", err)
+	}
+	if f[2] == "C" {
+		owner, ok := strings.CutPrefix(f[4], "owner=")
+		if !ok || owner == "" {
+			return "", ledger.Reservation{}, fmt.Errorf("%q is not owner=UID", f[4])
+		}
+		return f[0], ledger.Reservation{Tenant: f[1], Owner: owner, Expires: time.Unix(expires, 0)}, nil
 	}
 	r := ledger.Reservation{Tenant: f[1], Preemptible: f[2] == "P", Expires: time.Unix(expires, 0), GPUs: map[string]int{}}
 	for _, kv := range strings.Split(f[4], ",") {

@@ -48,10 +48,23 @@ func (s *State) confirmationWindow() time.Duration {
 }
 
 // ClaimGangPod takes one of the size GPU pod slots of the admitted gang
-// owner ownerUID for the pod of key (ledger.Ledger.ClaimGangPod), for the
-// confirmation window; false when they are all taken.
-func (s *State) ClaimGangPod(ownerUID, key string, size int) bool {
-	return s.ledger.ClaimGangPod(ownerUID, key, size, s.confirmationWindow())
+// owner ownerUID for the pod of key in tenant's namespace
+// (ledger.Ledger.ClaimGangPod), for the confirmation window; false when
+// they are all taken. With shared reservations (ShareReservations) the
+// claim is committed to the tenant tree's TenantLedger like a reservation,
+// so replicas together grant no more slots than the owner was admitted for.
+func (s *State) ClaimGangPod(ctx context.Context, tenant, ownerUID, key string, size int) (bool, error) {
+	if s.shared == nil || tenant == "" || key == "" {
+		ok, _ := s.ledger.ClaimGangPod(ownerUID, tenant, key, size, s.confirmationWindow())
+		return ok, nil
+	}
+	var ok bool
+	err := s.transactShared(ctx, s.ledger.RootOf(tenant), func() (bool, error) {
+		var added bool
+		ok, added = s.ledger.ClaimGangPod(ownerUID, tenant, key, size, s.confirmationWindow())
+		return added, nil
+	})
+	return ok, err
 }
 
 // Decide is the quota transaction of one admission: for tenant's tree, it

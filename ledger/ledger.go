@@ -69,9 +69,9 @@ type Ledger struct {
 	attributed map[string]attribution
 	// owned counts the counted pods of each controller (by UID), and
 	// claims the gang pods admitted on their owner's directives that are
-	// not seen yet (owner UID → claim key → expiry): see ClaimGangPod.
+	// not seen yet (owner UID → claim key → claim): see ClaimGangPod.
 	owned  map[string]int
-	claims map[string]map[string]time.Time
+	claims map[string]map[string]claim
 	trees  sync.Map // root tenant → *sync.Mutex, see LockTree
 	now    func() time.Time
 }
@@ -87,7 +87,7 @@ func New(cfg Config) *Ledger {
 		consumed:   map[string]map[string]int{},
 		attributed: map[string]attribution{},
 		owned:      map[string]int{},
-		claims:     map[string]map[string]time.Time{},
+		claims:     map[string]map[string]claim{},
 		now:        time.Now,
 	}
 }

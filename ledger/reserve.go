@@ -28,12 +28,15 @@ type reservation struct {
 // Reservation is one reservation as the ledger keeps it and as a shared
 // ledger (package cluster) stores it: the tenant, the GPUs per resource
 // granted, whether they are preemptible, and until when they count unless
-// pods consume them.
+// pods consume them. An entry with Owner set is a gang pod's claim of one
+// of the pod slots of the admitted owner of that UID (ClaimGangPod), with
+// no GPUs of its own: the owner's reservation holds them.
 type Reservation struct {
 	Tenant      string         `json:"tenant"`
 	GPUs        map[string]int `json:"gpus"`
 	Preemptible bool           `json:"preemptible"`
 	Expires     time.Time      `json:"expires"`
+	Owner       string         `json:"owner,omitempty"`
 }
 
 // WorkloadKey names a workload for reservations: group/Kind/namespace/name.
@@ -223,8 +226,8 @@ func (l *Ledger) expire() {
 		}
 	}
 	for owner, pending := range l.claims {
-		for key, expires := range pending {
-			if now.After(expires) {
+		for key, c := range pending {
+			if now.After(c.expires) {
 				delete(pending, key)
 			}
 		}
@@ -293,8 +296,8 @@ func (l *Ledger) rootOf(tenant string) string {
 	return root
 }
 
-// TreeReservations are the unexpired reservations of the tenants of root's
-// tree, by key: what a shared ledger stores for the tree.
+// TreeReservations are the unexpired reservations and gang claims of the
+// tenants of root's tree, by key: what a shared ledger stores for the tree.
 func (l *Ledger) TreeReservations(root string) map[string]Reservation {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -305,15 +308,18 @@ func (l *Ledger) TreeReservations(root string) map[string]Reservation {
 			out[key] = r.Reservation
 		}
 	}
+	l.treeClaims(root, out)
 	return out
 }
 
-// SetTreeReservations makes rs the reservations of root's tree, as a shared
-// ledger holds them (every replica's): the tree's others are released, and
-// what pods seen here consumed of each still counts as consumed.
+// SetTreeReservations makes rs the reservations and gang claims of root's
+// tree, as a shared ledger holds them (every replica's): the tree's others
+// are released, and what pods seen here consumed of each still counts as
+// consumed.
 func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setTreeClaims(root, rs)
 	for key, r := range l.reserved {
 		if _, keep := rs[key]; !keep && l.rootOf(r.Tenant) == root {
 			l.release(key)
@@ -325,7 +331,7 @@ func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 			continue
 		}
 		l.release(key)
-		if r.Tenant == "" || len(r.GPUs) == 0 || now.After(r.Expires) || l.rootOf(r.Tenant) != root {
+		if r.Owner != "" || r.Tenant == "" || len(r.GPUs) == 0 || now.After(r.Expires) || l.rootOf(r.Tenant) != root {
 			continue
 		}
 		r.GPUs = maps.Clone(r.GPUs)
@@ -334,5 +340,5 @@ func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 }
 
 func sameReservation(a, b Reservation) bool {
-	return a.Tenant == b.Tenant && a.Preemptible == b.Preemptible && a.Expires.Equal(b.Expires) && maps.Equal(a.GPUs, b.GPUs)
+	return a.Tenant == b.Tenant && a.Owner == b.Owner && a.Preemptible == b.Preemptible && a.Expires.Equal(b.Expires) && maps.Equal(a.GPUs, b.GPUs)
 }

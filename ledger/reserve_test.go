@@ -130,26 +130,63 @@ func TestGangPodClaims(t *testing.T) {
 	l.now = func() time.Time { return now }
 	l.UpsertNamespace(ns("p", "product"))
 	const owner, size = "job-uid", 2
-	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r1"), size, time.Minute))
-	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r1"), size, time.Minute), "the same request again")
-	require.True(t, l.ClaimGangPod(owner, "", size, time.Minute), "a dry run sees a free slot")
-	require.True(t, l.ClaimGangPod(owner, WorkloadKey("v1", "Pod", "p", "named"), size, time.Minute))
-	require.False(t, l.ClaimGangPod(owner, RequestKey("p", "r3"), size, time.Minute), "beyond the admitted size")
-	require.False(t, l.ClaimGangPod(owner, "", size, time.Minute))
+	claim := func(key string, size int, ttl time.Duration) bool {
+		ok, _ := l.ClaimGangPod(owner, "product", key, size, ttl)
+		return ok
+	}
+	require.True(t, claim(RequestKey("p", "r1"), size, time.Minute))
+	require.True(t, claim(RequestKey("p", "r1"), size, time.Minute), "the same request again")
+	require.True(t, claim("", size, time.Minute), "a dry run sees a free slot")
+	require.True(t, claim(WorkloadKey("v1", "Pod", "p", "named"), size, time.Minute))
+	require.False(t, claim(RequestKey("p", "r3"), size, time.Minute), "beyond the admitted size")
+	require.False(t, claim("", size, time.Minute))
 
 	// The first pod is stored: its claim becomes a counted pod; still full.
 	pod := gpuPod("p", "train-x7k2p", "build", 1, corev1.PodPending, nil)
 	pod.Annotations = map[string]string{workload.AnnotationReservation: RequestKey("p", "r1")}
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: owner, Controller: ptr(true)}}
 	l.UpsertPod(pod)
-	require.False(t, l.ClaimGangPod(owner, RequestKey("p", "r4"), size, time.Minute))
+	require.False(t, claim(RequestKey("p", "r4"), size, time.Minute))
 
 	// The named pod's create never completed: its claim ends with the window.
 	now = now.Add(2 * time.Minute)
-	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r5"), size, time.Minute))
+	require.True(t, claim(RequestKey("p", "r5"), size, time.Minute))
 	// A finished pod frees its slot.
 	pod.Status.Phase = corev1.PodSucceeded
 	l.UpsertPod(pod)
-	require.True(t, l.ClaimGangPod(owner, RequestKey("p", "r6"), size, time.Minute))
-	require.False(t, l.ClaimGangPod(owner, RequestKey("p", "r7"), size, time.Minute))
+	require.True(t, claim(RequestKey("p", "r6"), size, time.Minute))
+	require.False(t, claim(RequestKey("p", "r7"), size, time.Minute))
+
+	_, added := l.ClaimGangPod(owner, "product", RequestKey("p", "r6"), size, time.Minute)
+	require.False(t, added, "a request claiming again takes no new slot")
+}
+
+// TestGangClaimsAreTreeEntries: gang claims are listed among a tree's
+// reservations, so a shared ledger stores them, and a replica that reads
+// them back counts their slots as taken.
+func TestGangClaimsAreTreeEntries(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	const owner, size = "job-uid", 2
+	_, added := l.ClaimGangPod(owner, "product", RequestKey("p", "r1"), size, time.Minute)
+	require.True(t, added)
+	rs := l.TreeReservations(l.RootOf("product"))
+	require.Len(t, rs, 1)
+	for _, r := range rs {
+		require.Equal(t, owner, r.Owner)
+		require.Equal(t, "product", r.Tenant)
+	}
+
+	other := New(testConfig)
+	other.UpsertNamespace(ns("p", "product"))
+	other.SetTreeReservations(other.RootOf("product"), rs)
+	ok, _ := other.ClaimGangPod(owner, "product", RequestKey("p", "r2"), size, time.Minute)
+	require.True(t, ok, "one slot left")
+	ok, _ = other.ClaimGangPod(owner, "product", RequestKey("p", "r3"), size, time.Minute)
+	require.False(t, ok, "the claim read back and this one fill the owner's 2 slots")
+	require.Zero(t, other.Usage("product")["product"]["nvidia.com/gpu"].Total, "a claim holds no GPUs of its own")
+
+	other.SetTreeReservations(other.RootOf("product"), nil)
+	ok, _ = other.ClaimGangPod(owner, "product", RequestKey("p", "r3"), size, time.Minute)
+	require.True(t, ok, "claims the shared ledger no longer holds are gone")
 }

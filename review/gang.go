@@ -55,7 +55,12 @@ func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstruct
 	if !ok {
 		return evaluator.Directives{}, false, nil
 	}
-	return d, s.admittedFor(obj, owner, req), nil
+	ns, err := s.namespace(ctx, obj.GetNamespace())
+	if err != nil {
+		return evaluator.Directives{}, false, err
+	}
+	admitted, err := s.admittedFor(ctx, ns.Labels[workload.LabelTenant], obj, owner, req)
+	return d, admitted, err
 }
 
 // DaemonSetPod says whether obj is a pod without GPUs whose controller is a
@@ -89,21 +94,21 @@ func (s *Service) DaemonSetPod(ctx context.Context, obj *unstructured.Unstructur
 	return ds.GetUID() == ref.UID, nil
 }
 
-// admittedFor says whether pod fits the gang owner was admitted as: no
-// more GPUs than the owner's largest pod, of the same resource, and, for a
-// GPU pod, a free slot among the owner's GPU pods. An owner or pod that
-// does not normalise is not a gang to join.
-func (s *Service) admittedFor(pod, owner *unstructured.Unstructured, req evaluator.Request) bool {
+// admittedFor says whether pod, of tenant, fits the gang owner was
+// admitted as: no more GPUs than the owner's largest pod, of the same
+// resource, and, for a GPU pod, a free slot among the owner's GPU pods. An
+// owner or pod that does not normalise is not a gang to join.
+func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *unstructured.Unstructured, req evaluator.Request) (bool, error) {
 	pw, err := workload.Normalize(pod)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	if pw.TotalGPUs == 0 {
-		return true
+		return true, nil
 	}
 	ow, err := workload.Normalize(owner)
 	if err != nil || pw.GPUResource != ow.GPUResource || pw.GPUsPerPod > ow.GPUsPerPod {
-		return false
+		return false, nil
 	}
 	gpuPods := 0
 	for _, r := range ow.Roles {
@@ -115,7 +120,11 @@ func (s *Service) admittedFor(pod, owner *unstructured.Unstructured, req evaluat
 	if req.DryRun {
 		key = ""
 	}
-	return s.State.ClaimGangPod(string(owner.GetUID()), key, gpuPods)
+	ok, err := s.State.ClaimGangPod(ctx, tenant, string(owner.GetUID()), key, gpuPods)
+	if err != nil {
+		return false, fmt.Errorf("unable to claim a pod slot of %s %s/%s: %w", owner.GetKind(), owner.GetNamespace(), owner.GetName(), err)
+	}
+	return ok, nil
 }
 
 // podKey keys a workload's reservation and a pod's gang claim: the request

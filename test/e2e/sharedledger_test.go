@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -232,4 +235,70 @@ func onePod(i int) *unstructured.Unstructured {
 				"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}}},
 		},
 	}}
+}
+
+// TestSharedLedgerGangClaimsAcrossReplicas: three replicas sharing their
+// reservations lend an admitted Job's directives to no more pods than the
+// Job was admitted for, together: of 30 pods naming the 2-pod Job as their
+// controller, claimed concurrently through all three, exactly 2 are
+// admitted on the Job's directives and the rest are left to be decided on
+// their own; a replica started afterwards finds both slots taken.
+func TestSharedLedgerGangClaimsAcrossReplicas(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	env := envtest.Start(t)
+	replicas := ledgerReplicas(t, env, 3, true)
+	for _, r := range replicas {
+		r.Owners = env.Client
+	}
+	ctx := context.Background()
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "train", "namespace": "product"},
+		"spec": map[string]any{"parallelism": int64(2), "completions": int64(2), "template": map[string]any{"spec": map[string]any{
+			"restartPolicy": "Never", "priorityClassName": "build",
+			"containers": []any{map[string]any{"name": "c", "image": "x",
+				"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}}}},
+		}}},
+	}}
+	admitted, err := replicas[0].Review(ctx, job, evaluator.Request{Operation: "CREATE", UID: "job"})
+	if err != nil || !admitted.Decision.Allowed {
+		t.Fatalf("the Job: allowed=%v err=%v", admitted.Decision.Allowed, err)
+	}
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "product"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, admitted.Mutated); err != nil {
+		t.Fatal(err)
+	}
+	claimer := func(i int) *unstructured.Unstructured {
+		pod := onePod(2 * i)
+		pod.SetName(fmt.Sprintf("claimer-%d", i))
+		pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train",
+			UID: admitted.Mutated.GetUID(), Controller: ptr.To(true)}})
+		return pod
+	}
+	const claimers = 30
+	var onDirectives atomic.Int32
+	var wg sync.WaitGroup
+	for i := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, ok, err := replicas[i%len(replicas)].GangDirectives(ctx, claimer(i), evaluator.Request{Operation: "CREATE", UID: fmt.Sprintf("claim-%d", i)})
+			if err != nil {
+				t.Errorf("claimer %d: %v", i, err)
+			}
+			if ok {
+				onDirectives.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := onDirectives.Load(); got != 2 {
+		t.Errorf("%d of %d pods naming the 2-pod Job were admitted on its directives across 3 replicas, want exactly 2", got, claimers)
+	}
+	restarted := ledgerReplicas(t, env, 1, true)[0]
+	restarted.Owners = env.Client
+	if _, ok, err := restarted.GangDirectives(ctx, claimer(claimers), evaluator.Request{Operation: "CREATE", UID: "after-restart"}); err != nil || ok {
+		t.Errorf("a replica started afterwards lent the Job's directives to one more pod (ok=%v, err=%v): it did not find the claims", ok, err)
+	}
 }
