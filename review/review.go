@@ -207,6 +207,38 @@ func (s *Service) ChangeRaises(old, cur *unstructured.Unstructured) (bool, error
 		nw.GPUResource != ow.GPUResource || nw.PriorityClass != ow.PriorityClass, nil
 }
 
+// ChangedTerms lists the fields of cur, a new version of a workload
+// Mandate admitted, where it no longer carries what the directives
+// recorded on old tell its scheduler (as JSON pointers): a queue, scheduler
+// name, priority class, preemptibility or gang key edited in a pod template
+// or in the kind's own spec (a Volcano Job's spec.queue), which the
+// metadata check (scheduler.ChangedOwnedKeys) does not see. The adapters
+// define what they set, so the recorded directives rendered onto cur must
+// change nothing.
+func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, error) {
+	was, ok, err := scheduler.RecordedDirectives(old.GetAnnotations())
+	if err != nil || !ok {
+		return nil, err
+	}
+	w, err := s.normalize(cur)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := scheduler.Render(cur, w, was)
+	if err != nil {
+		return nil, fmt.Errorf("unable to render the recorded directives onto the update: %w", err)
+	}
+	ops, err := scheduler.Patch(cur, rendered)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(ops))
+	for _, op := range ops {
+		paths = append(paths, op.Path)
+	}
+	return paths, nil
+}
+
 // ReviewChange decides cur, the new version of an admitted workload whose
 // change raises its demand (ChangeRaises), as a create of its whole new
 // demand in a view without its own pods, and reserves it under its key

@@ -170,7 +170,20 @@ func (v *Validator) update(ctx context.Context, req admission.Request) admission
 		return resp
 	}
 	if gvk == workload.PodGVK {
+		// A pod's scheduler name and priority class cannot change, and
+		// its metadata keys were checked above.
 		return admission.Allowed("")
+	}
+	terms, err := v.Reviewer.ChangedTerms(oldObj, newObj)
+	if err != nil {
+		return inputError(err)
+	}
+	if len(terms) > 0 {
+		resp := admission.Denied(fmt.Sprintf("%s %s/%s was admitted by Mandate, and %s carry what the authority model's decision "+
+			"tells the scheduler; they cannot be changed afterwards: delete and create the workload again to have it decided anew",
+			req.Kind.Kind, req.Namespace, req.Name, strings.Join(terms, ", ")))
+		resp.Result.Code = http.StatusForbidden
+		return resp
 	}
 	raises, err := v.Reviewer.ChangeRaises(oldObj, newObj)
 	if err != nil {
