@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -28,6 +29,7 @@ import (
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // platformGuarantee is tenant platform's guaranteed nvidia.com/gpu in the
@@ -87,14 +89,23 @@ func TestUnconfirmedReservationsAreReleased(t *testing.T) {
 // TestDeploymentPodsSpendTheGuaranteeOnce: a Deployment's pods are created
 // by the ReplicaSet controller with generateName, so they have no name when
 // Mandate decides them; they are reserved under their request's uid all the
-// same, and of 20 one-GPU build pods exactly platform's guarantee runs
-// non-preemptible.
+// same. With platform's guarantee raised to 16, of 40 one-GPU build pods
+// exactly 16 run non-preemptible and the rest preemptible (the model's
+// quotaPolicy.overGuarantee; each fits under the ceiling on its own, and
+// the scheduler holds what the ceiling does not let run).
 func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
-	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Quota.ConfirmationWindow = time.Minute }})
+	const guarantee, ceiling, replicas = 16, 32, 40
+	policies := fixtures.PolicyDir(t, func(model map[string]any) {
+		quota := model["tenants"].(map[string]any)["platform"].(map[string]any)["quota"].(map[string]any)
+		quota["nvidia.com/gpu"] = map[string]any{"guaranteed": guarantee, "ceiling": ceiling}
+	})
+	s := startWith(t, startOptions{config: func(c *config.Serve) {
+		c.Quota.ConfirmationWindow = time.Minute
+		c.Policies = policies
+	}})
 	s.populate(t)
 	envtest.StartControllers(t, s.env, "", "deployment-controller", "replicaset-controller")
 	ctx := context.Background()
-	const replicas = 20
 	template := buildPod("")
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "platform"},
@@ -119,9 +130,9 @@ func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
 		}
 		byPreemptible[p.Labels[ledger.LabelPreemptible]]++
 	}
-	if byPreemptible["false"] != platformGuarantee || byPreemptible["true"] != replicas-platformGuarantee {
+	if byPreemptible["false"] != guarantee || byPreemptible["true"] != replicas-guarantee {
 		t.Errorf("of %d Deployment pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
-			replicas, byPreemptible, platformGuarantee)
+			replicas, byPreemptible, guarantee)
 	}
 }
 
@@ -324,5 +335,52 @@ func TestJobParallelismRaisedIsDecided(t *testing.T) {
 	}
 	if got := total(); got != 4 {
 		t.Errorf("platform holds %d GPUs after the Job grew to 4 pods, want 4 (its new demand reserved, once)", got)
+	}
+}
+
+// TestGangOwnerChangesAreDecided: an admitted PyTorchJob or Volcano Job
+// cannot be changed into what the authority model did not decide: more
+// replicas past the tenant's ceiling are denied like a create, and another
+// queue, class or priority class, in its metadata, its pod templates or
+// its own spec, is refused; a change that is not Mandate's concern (the
+// image) goes through.
+func TestGangOwnerChangesAreDecided(t *testing.T) {
+	s := start(t)
+	s.populate(t)
+	ctx := context.Background()
+	update := func(obj *unstructured.Unstructured, patchType types.PatchType, patch string) error {
+		return s.env.Client.Patch(ctx, obj.DeepCopy(), client.RawPatch(patchType, []byte(patch)))
+	}
+	for _, tc := range []struct {
+		name     string
+		manifest string
+		changes  []struct{ what, patch, want string }
+	}{
+		{name: "PyTorchJob", manifest: fixtures.LLMFinetune(1), changes: []struct{ what, patch, want string }{
+			{"workers 1 → 200", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/replicas","value":200}]`, "ceiling"},
+			{"another tenant's queue on the workers", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/metadata/annotations/scheduling.volcano.sh~1queue-name","value":"product"}]`, "queue-name"},
+			{"class inference", `[{"op":"add","path":"/metadata/labels","value":{"mandate.dev/class":"inference"}}]`, "mandate.dev/class"},
+			{"priority class inference on the workers", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/spec/priorityClassName","value":"inference"}]`, "priorityClassName"},
+			{"the image", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/image","value":"llama:2"}]`, ""},
+		}},
+		{name: "VolcanoJob", manifest: llmVolcanoJob, changes: []struct{ what, patch, want string }{
+			{"task replicas 2 → 200", `[{"op":"replace","path":"/spec/tasks/0/replicas","value":200}]`, "ceiling"},
+			{"another tenant's queue", `[{"op":"replace","path":"/spec/queue","value":"product"}]`, "/spec/queue"},
+			{"class inference", `[{"op":"add","path":"/metadata/labels","value":{"mandate.dev/class":"inference"}}]`, "mandate.dev/class"},
+			{"the image", `[{"op":"replace","path":"/spec/tasks/0/template/spec/containers/0/image","value":"megatron:2"}]`, ""},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := s.create(t, tc.manifest)
+			for _, c := range tc.changes {
+				err := update(obj, types.JSONPatchType, c.patch)
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("%s: %v, want admitted (not Mandate's concern)", c.what, err)
+				case c.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), c.want)):
+					t.Errorf("%s: error = %v, want Forbidden naming %q", c.what, err, c.want)
+				}
+			}
+		})
 	}
 }
