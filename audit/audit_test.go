@@ -38,7 +38,7 @@ var candidateVerdicts = map[string]string{
 	"PyTorchJob llm/pretrain": "would-change",
 	"Pod platform/ci-runner":  "unchanged",
 	"Pod product/serve-0":     "unchanged",
-	"VolcanoJob vision/sweep":        "unchanged",
+	"VolcanoJob vision/sweep": "unchanged",
 	"Pod vision/tensorboard":  "unchanged",
 }
 
