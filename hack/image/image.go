@@ -122,6 +122,7 @@ func Assemble(o Options, bin string) (v1.Image, error) {
 		Architecture: o.Arch,
 		OS:           "linux",
 		Created:      created,
+		RootFS:       v1.RootFS{Type: "layers"},
 		Config: v1.Config{
 			Entrypoint: []string{BinaryPath},
 			User:       User,

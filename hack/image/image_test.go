@@ -69,6 +69,7 @@ func TestImage(t *testing.T) {
 	assert.Equal(t, "linux", cf.OS)
 	assert.Equal(t, runtime.GOARCH, cf.Architecture)
 	assert.Equal(t, o.Created, cf.Created.UTC())
+	assert.Equal(t, "layers", cf.RootFS.Type)
 	assert.Equal(t, map[string]string{
 		"org.opencontainers.image.title":       "mandate",
 		"org.opencontainers.image.description": "Admission-policy engine for GPU/AI Kubernetes clusters",
