@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,4 +159,37 @@ func TestEvalNamespace(t *testing.T) {
 	assert.Equal(t, "research-vision", tenant)
 	ns, _ = namespaceOf()
 	assert.Equal(t, "default", ns)
+}
+
+// TestMissingKeyFilesSayNoSuchFile: a signing or verification key, token
+// file or CA that does not exist is reported as such, not as a key that
+// does not parse (OPA takes a missing path for the key itself).
+func TestMissingKeyFilesSayNoSuchFile(t *testing.T) {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "b.tar.gz")
+	code, _, errText := run(t, "bundle", "build", "../../policies", "-o", b, "--revision", "r1")
+	require.Equal(t, 0, code, errText)
+	missing := filepath.Join(dir, "missing")
+	kubeconfig := unreachableKubeconfig(t)
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantCode int
+	}{
+		{"signing key", []string{"bundle", "sign", b, "--signing-key", missing, "-o", b + ".signed"}, 2},
+		{"signing key, ES256", []string{"bundle", "sign", b, "--signing-key", missing, "--signing-alg", "ES256", "-o", b + ".signed"}, 2},
+		{"verification key", []string{"bundle", "verify", b, "--verification-key", missing}, 2},
+		{"audit's verification key", []string{"audit", "--bundle", b, "--bundle-verification-key", missing, "--snapshot", exampleCluster}, 2},
+		{"bundle status token", []string{"bundle", "status", "--addr", "https://127.0.0.1:1", "--token-file", missing}, 2},
+		{"webhook CA bundle", []string{"webhook-configurations", "--url", "https://127.0.0.1:9443", "--ca-bundle", missing}, 2},
+		{"serve's verification key", []string{"serve", "--kubeconfig", kubeconfig, "--bundle", b, "--bundle-verification-key", missing}, 1},
+		{"serve's bundle CA", []string{"serve", "--kubeconfig", kubeconfig, "--bundle", "https://127.0.0.1:1/b.tar.gz", "--bundle-ca-file", missing}, 1},
+		{"serve's bundle token", []string{"serve", "--kubeconfig", kubeconfig, "--bundle", "https://127.0.0.1:1/b.tar.gz", "--bundle-bearer-token-file", missing}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errText := run(t, tc.args...)
+			assert.Equal(t, tc.wantCode, code, errText)
+			assert.Contains(t, errText, missing+": no such file or directory")
+		})
+	}
 }
