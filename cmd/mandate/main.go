@@ -13,6 +13,10 @@ import (
 
 	opacmd "github.com/open-policy-agent/opa/cmd"
 	"github.com/spf13/cobra"
+	// Mozilla's root certificates, used only where the system has none:
+	// the image (make image) is the binary alone, and https bundle
+	// sources must still verify.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/mandate-dev/mandate/buildinfo"
 )

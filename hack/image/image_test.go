@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +101,15 @@ func TestImage(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "mandate")
 	require.NoError(t, os.WriteFile(path, bin.body, 0o755))
+	bi, err := buildinfo.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "0", setting(bi, "CGO_ENABLED"), "a static binary")
+	assert.Equal(t, "true", setting(bi, "-trimpath"))
+	var roots bool
+	for _, d := range bi.Deps {
+		roots = roots || d.Path == "golang.org/x/crypto/x509roots/fallback"
+	}
+	assert.True(t, roots, "the image has no CA bundle: the binary carries its own roots")
 	out, err := exec.Command(path, "version", "-o", "json").Output()
 	require.NoError(t, err, "mandate version inside the image: %s", out)
 	var got map[string]string
@@ -116,6 +127,15 @@ func TestImage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, res.Digest, res2.Digest, "two builds of one commit give one digest")
 	t.Logf("image %s, %.1f MiB compressed", res.Digest, float64(res.Size)/(1<<20))
+}
+
+func setting(bi *debug.BuildInfo, key string) string {
+	for _, s := range bi.Settings {
+		if s.Key == key {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 type layerFile struct {
