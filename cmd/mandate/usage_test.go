@@ -101,6 +101,9 @@ func TestVersion(t *testing.T) {
 	code, out, errText := run(t, "--version")
 	require.Equal(t, 0, code, errText)
 	assert.Equal(t, table, out, "--version prints what version does")
+	code, out, errText = run(t, "version", "-o", "text")
+	require.Equal(t, 0, code, errText)
+	assert.Equal(t, table, out, "text is another name of table")
 
 	var fromJSON, fromYAML buildinfo.Info
 	code, out, errText = run(t, "version", "-o", "json")

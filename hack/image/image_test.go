@@ -120,6 +120,11 @@ func TestImage(t *testing.T) {
 	assert.Equal(t, runtime.Version(), got["goVersion"])
 	assert.NotEmpty(t, got["opaVersion"])
 	assert.Equal(t, "linux/"+runtime.GOARCH, got["platform"])
+	out, err = exec.Command(path, "opa", "version").Output()
+	require.NoError(t, err, "mandate opa version inside the image: %s", out)
+	assert.Contains(t, string(out), "Commit:      "+o.Commit+"\n", "Mandate's lines")
+	assert.Contains(t, string(out), "Build Commit: "+o.Commit+"\n", "OPA's commit is Mandate's")
+	assert.Contains(t, string(out), "Build Timestamp: 2023-11-14T22:13:20Z\n")
 
 	again := o
 	again.Layout, again.Tarball = filepath.Join(t.TempDir(), "layout"), ""
