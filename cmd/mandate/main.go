@@ -54,6 +54,8 @@ func newRootCommand() *cobra.Command {
 	var version strings.Builder
 	_ = writeVersion(&version, buildinfo.Get())
 	root.SetVersionTemplate(strings.ReplaceAll(version.String(), "{{", `{{"{{"}}`))
+	// Added now rather than when it runs, so its usage errors exit 2 too.
+	root.InitDefaultCompletionCmd()
 	usageErrorsExit2(root)
 	return root
 }

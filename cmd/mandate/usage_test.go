@@ -44,6 +44,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"version", "extra"}, `unknown command "extra" for "mandate version"`},
 		{[]string{"version", "-o", "xml"}, `invalid argument "xml"`},
 		{[]string{"nope"}, `unknown command "nope" for "mandate"`},
+		{[]string{"completion", "tcsh"}, `unknown command "tcsh" for "mandate completion"`},
+		{[]string{"completion", "bash", "extra"}, `unknown command "extra" for "mandate completion bash"`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -71,6 +73,12 @@ func TestOutputFormats(t *testing.T) {
 			assert.Contains(t, out, "json\n")
 		})
 	}
+	// The completion command writes where stdout was when it was added.
+	script := captureStdout(t, func() {
+		code, _, errText := run(t, "completion", "bash")
+		require.Equal(t, 0, code, errText)
+	})
+	assert.Contains(t, script, "__start_mandate", "the bash completion script, which calls __complete")
 	for _, format := range []string{"table", "json", "yaml"} {
 		code, _, errText := run(t, "eval", "-f", "../../examples/workloads/01-notebook-admitted.yaml", "--cluster", exampleCluster, "-o", format)
 		assert.Equal(t, exitAdmitted, code, "eval -o %s: %s", format, errText)
@@ -119,22 +127,11 @@ func TestVersion(t *testing.T) {
 // TestOPAVersionShowsMandatesCommit: `mandate opa version` prints
 // Mandate's build first, and OPA's own "Build Commit" line is Mandate's.
 func TestOPAVersionShowsMandatesCommit(t *testing.T) {
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	read := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(r)
-		read <- b
-	}()
-	stdout := os.Stdout
-	os.Stdout = w
-	root := newRootCommand()
-	root.SetArgs([]string{"opa", "version"})
-	err = root.Execute()
-	os.Stdout = stdout
-	require.NoError(t, w.Close())
-	out := string(<-read)
-	require.NoError(t, err)
+	out := captureStdout(t, func() {
+		root := newRootCommand()
+		root.SetArgs([]string{"opa", "version"})
+		require.NoError(t, root.Execute())
+	})
 	info := buildinfo.Get()
 	assert.Contains(t, out, "Commit:      "+info.Commit+"\n")
 	assert.Contains(t, out, "Build Commit: "+info.Commit+"\n")
@@ -195,4 +192,26 @@ func TestMissingKeyFilesSayNoSuchFile(t *testing.T) {
 			assert.Contains(t, errText, missing+": no such file or directory")
 		})
 	}
+}
+
+// captureStdout is what f writes to os.Stdout, where OPA's commands and
+// cobra's completion scripts write whatever the command's output is.
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	read := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		read <- b
+	}()
+	stdout := os.Stdout
+	os.Stdout = w
+	defer func() {
+		os.Stdout = stdout
+	}()
+	f()
+	os.Stdout = stdout
+	require.NoError(t, w.Close())
+	return string(<-read)
 }
