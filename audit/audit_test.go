@@ -26,20 +26,20 @@ func readSnapshot(t *testing.T, path string) *audit.Inventory {
 
 // The workloads of the test cluster, in report order.
 var allWorkloads = []string{
-	"pytorchjob llm/pretrain", "pod platform/ci-runner", "job product/finetune", "pod product/serve-0",
-	"job vision/sweep", "pod vision/tensorboard", "pod vision/vit-0",
+	"PyTorchJob llm/pretrain", "Pod platform/ci-runner", "Job product/finetune", "Pod product/serve-0",
+	"VolcanoJob vision/sweep", "Pod vision/tensorboard", "Pod vision/vit-0",
 }
 
 // candidateVerdicts is what candidatePolicy makes of the admitted cluster:
 // exactly two denials, one change (the queue), the rest as they are.
 var candidateVerdicts = map[string]string{
-	"job product/finetune":    "would-deny PRIORITY_NOT_ALLOWED",
-	"pod vision/vit-0":        "would-deny QUOTA_EXCEEDS_CEILING",
-	"pytorchjob llm/pretrain": "would-change",
-	"pod platform/ci-runner":  "unchanged",
-	"pod product/serve-0":     "unchanged",
-	"job vision/sweep":        "unchanged",
-	"pod vision/tensorboard":  "unchanged",
+	"Job product/finetune":    "would-deny PRIORITY_NOT_ALLOWED",
+	"Pod vision/vit-0":        "would-deny QUOTA_EXCEEDS_CEILING",
+	"PyTorchJob llm/pretrain": "would-change",
+	"Pod platform/ci-runner":  "unchanged",
+	"Pod product/serve-0":     "unchanged",
+	"VolcanoJob vision/sweep": "unchanged",
+	"Pod vision/tensorboard":  "unchanged",
 }
 
 func TestDefaultPolicyOnUnmarkedClusterDeniesNothing(t *testing.T) {
@@ -59,7 +59,7 @@ func TestDefaultPolicyOnUnmarkedClusterDeniesNothing(t *testing.T) {
 		assert.Contains(t, r.Differences[0], "not admitted by Mandate yet", r.Workload.String())
 	}
 	pretrain := rep.Workloads[0]
-	require.Equal(t, "pytorchjob llm/pretrain", pretrain.Workload.String())
+	require.Equal(t, "PyTorchJob llm/pretrain", pretrain.Workload.String())
 	assert.Equal(t, audit.Subtracted{Pods: 4, GPUs: map[string]int{"nvidia.com/gpu": 32}}, pretrain.Subtracted)
 	assert.Equal(t, "research-llm", pretrain.Workload.Tenant)
 	assert.Equal(t, []string{
@@ -118,14 +118,14 @@ func TestCandidateListsExactlyWhatItWouldDeny(t *testing.T) {
 	for _, r := range rep.Workloads {
 		byName[r.Workload.String()] = r
 	}
-	finetune := byName["job product/finetune"]
+	finetune := byName["Job product/finetune"]
 	assert.Equal(t, evaluator.DimensionPriority, finetune.Violations[0].Dimension)
 	assert.Contains(t, finetune.Violations[0].Message, "priority class build (100) is above tenant product's tier")
 	assert.Nil(t, finetune.Directives)
-	vit := byName["pod vision/vit-0"]
+	vit := byName["Pod vision/vit-0"]
 	assert.Contains(t, vit.Violations[0].Message, "the workload needs 6 nvidia.com/gpu but tenant research-vision's ceiling is 4")
 
-	pretrain := byName["pytorchjob llm/pretrain"]
+	pretrain := byName["PyTorchJob llm/pretrain"]
 	assert.Equal(t, []string{"queue: research-llm -> llm-v2"}, pretrain.Differences)
 	var paths []string
 	for _, c := range pretrain.Changes {
@@ -138,7 +138,7 @@ func TestCandidateListsExactlyWhatItWouldDeny(t *testing.T) {
 	assert.Contains(t, paths, "/spec/pytorchReplicaSpecs/Worker/template/metadata/annotations/scheduling.volcano.sh~1queue-name")
 
 	// The sweep is admitted, but the lowered ceiling is busy: it says so.
-	sweep := byName["job vision/sweep"]
+	sweep := byName["VolcanoJob vision/sweep"]
 	require.Len(t, sweep.Warnings, 1)
 	assert.Contains(t, sweep.Warnings[0], "tenant research-vision uses 6 of its 4 nvidia.com/gpu ceiling")
 }
@@ -160,9 +160,9 @@ func TestOwnUsageIsSubtractedExactly(t *testing.T) {
 				map[string]any{"guaranteed": tc.guaranteed, "ceiling": 160}
 		})
 		got := verdicts(run(t, inv, p))
-		assert.Equal(t, tc.want, got["job product/finetune"], "guaranteed %d", tc.guaranteed)
-		assert.Equal(t, tc.want, got["pod product/serve-0"], "guaranteed %d", tc.guaranteed)
-		assert.Equal(t, string(audit.VerdictUnchanged), got["pytorchjob llm/pretrain"])
+		assert.Equal(t, tc.want, got["Job product/finetune"], "guaranteed %d", tc.guaranteed)
+		assert.Equal(t, tc.want, got["Pod product/serve-0"], "guaranteed %d", tc.guaranteed)
+		assert.Equal(t, string(audit.VerdictUnchanged), got["PyTorchJob llm/pretrain"])
 	}
 	p := policyWith(t, func(tenants map[string]any) {
 		tenants["product"].(map[string]any)["quota"].(map[string]any)["nvidia.com/gpu"] =
@@ -182,7 +182,7 @@ func TestNamespaceAndExemptions(t *testing.T) {
 		Decider: ev, Model: ev.Model(), Namespace: "vision",
 	})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"job vision/sweep": "unchanged", "pod vision/tensorboard": "unchanged", "pod vision/vit-0": "unchanged"}, verdicts(rep))
+	assert.Equal(t, map[string]string{"VolcanoJob vision/sweep": "unchanged", "Pod vision/tensorboard": "unchanged", "Pod vision/vit-0": "unchanged"}, verdicts(rep))
 	// The other namespaces' pods still count: vit-0 fits only on its own node.
 	for _, r := range rep.Workloads {
 		assert.Empty(t, r.Warnings, r.Workload.String())
@@ -209,7 +209,7 @@ func TestReportRendering(t *testing.T) {
 	for i, want := range []string{"WOULD DENY", "WOULD DENY", "WOULD CHANGE", "UNCHANGED"} {
 		assert.Equal(t, want, lines[3+i][col:col+len(want)], "row %d is aligned and sorted", i)
 	}
-	assert.Contains(t, lines[3], "job product/finetune")
+	assert.Contains(t, lines[3], "Job product/finetune")
 	assert.Contains(t, out, "7 workloads: 2 would be denied, 1 changed, 4 unchanged (1 admitted with warnings)\n")
 	assert.Contains(t, out, "   DENY    [priority] PRIORITY_NOT_ALLOWED: priority class build (100)")
 	assert.Contains(t, out, "   CHANGE  queue: research-llm -> llm-v2")

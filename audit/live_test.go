@@ -118,7 +118,7 @@ func TestAuditLiveCluster(t *testing.T) {
 	t.Run("namespace", func(t *testing.T) {
 		rep, err := audit.Audit(ctx, inv, audit.Options{Decider: candidatePolicy(t), Model: candidatePolicy(t).Model(), Namespace: "product"})
 		require.NoError(t, err)
-		assert.Equal(t, map[string]string{"job product/finetune": "would-deny PRIORITY_NOT_ALLOWED", "pod product/serve-0": "unchanged"}, verdicts(rep))
+		assert.Equal(t, map[string]string{"Job product/finetune": "would-deny PRIORITY_NOT_ALLOWED", "Pod product/serve-0": "unchanged"}, verdicts(rep))
 	})
 
 	t.Run("missing CRD is a note", func(t *testing.T) {

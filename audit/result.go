@@ -13,6 +13,7 @@ import (
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Verdict is what the candidate would do to an existing workload.
@@ -99,7 +100,7 @@ type WorkloadRef struct {
 }
 
 func (w WorkloadRef) String() string {
-	return fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name)
+	return workload.Describe(w.APIVersion, w.Kind, w.Namespace, w.Name)
 }
 
 // Subtracted is the workload's own pods, taken out of usage and placement
@@ -207,23 +208,10 @@ func fields(d evaluator.Directives) (map[string]any, error) {
 	return m, nil
 }
 
-// summary is directives in short: "kai/product build non-preemptible
-// gang=2 topology=clique".
-func summary(d evaluator.Directives) string {
-	parts := []string{d.Scheduler + "/" + d.Queue, d.PriorityClass}
-	if d.Preemptible {
-		parts = append(parts, "preemptible")
-	} else {
-		parts = append(parts, "non-preemptible")
-	}
-	if d.GangMin > 1 {
-		parts = append(parts, fmt.Sprintf("gang=%d", d.GangMin))
-	}
-	if d.RequiredLevel != "" {
-		parts = append(parts, "topology="+d.RequiredLevel)
-	}
-	return strings.Join(parts, " ")
-}
+// summary is directives in the one wording of scheduler.Placement:
+// "kai-scheduler queue=product priority=build preemptible=false gang=2
+// topology=clique".
+func summary(d evaluator.Directives) string { return scheduler.PlacementOf(d).String() }
 
 // lookup resolves a JSON pointer (RFC 6901) in doc.
 func lookup(doc any, pointer string) (any, bool) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/keys"
@@ -47,6 +48,13 @@ func Sign(b *bundle.Bundle, opts SignOptions) error {
 	}
 	if opts.KeyID == "" {
 		opts.KeyID = DefaultKeyID
+	}
+	if !strings.HasPrefix(opts.Algorithm, "HS") && !strings.HasPrefix(strings.TrimSpace(opts.Key), "-----BEGIN") {
+		// OPA would take a mistyped path for the key itself and fail to
+		// parse it: say the file is missing.
+		if _, err := os.Stat(opts.Key); err != nil {
+			return fmt.Errorf("unable to read signing key: %w (an HMAC secret needs --signing-alg HS256)", err)
+		}
 	}
 	claimsPath, cleanup, err := claimsFile(opts)
 	if err != nil {

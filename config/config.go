@@ -23,6 +23,9 @@ type Serve struct {
 	// clients the API server authenticates and authorises (get on the
 	// path as a non-resource URL).
 	MetricsAuth bool `json:"metricsAuth" yaml:"metricsAuth" mapstructure:"metricsAuth"`
+	// LogLevel is the least severity logged: debug, info or error. The
+	// decision log is written whatever it is.
+	LogLevel string `json:"logLevel" yaml:"logLevel" mapstructure:"logLevel"`
 	// Policies is a policy directory; the embedded default authority model
 	// when empty.
 	Policies string `json:"policies" yaml:"policies" mapstructure:"policies"`
@@ -55,6 +58,13 @@ type DecisionLog struct {
 	// IncludeObject adds the submitted object, redacted.
 	IncludeObject bool `json:"includeObject" yaml:"includeObject" mapstructure:"includeObject"`
 }
+
+// Levels of logLevel.
+const (
+	LogDebug = "debug"
+	LogInfo  = "info"
+	LogError = "error"
+)
 
 // Modes of certs.mode.
 const (

@@ -48,6 +48,11 @@ func (s Serve) Validate() error {
 	if s.HealthAddr != "0" && s.HealthAddr == s.MetricsAddr {
 		errs = append(errs, fieldErr("metricsAddr", "%q is also healthAddr (use distinct addresses, or \"0\" to disable one)", s.MetricsAddr))
 	}
+	switch s.LogLevel {
+	case LogDebug, LogInfo, LogError:
+	default:
+		errs = append(errs, fieldErr("logLevel", "%q is not a level (debug, info or error)", s.LogLevel))
+	}
 	if s.Policies != "" {
 		if fi, err := os.Stat(s.Policies); err != nil {
 			errs = append(errs, fieldErr("policies", "%s not found: %v (a policy directory, or empty for the embedded default)", s.Policies, err))

@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Outcome is "denied", "mutated" (admitted with a patch) or "admitted".
@@ -69,7 +71,7 @@ func WriteDetails(w io.Writer, items []Item) error {
 
 func name(it Item) string {
 	wl := it.Review.Workload
-	return fmt.Sprintf("%s %s/%s", strings.ToLower(wl.Kind), wl.Namespace, wl.Name)
+	return workload.Describe(wl.APIVersion, wl.Kind, wl.Namespace, wl.Name)
 }
 
 // headline is the first violation, else the first warn-stage violation,
@@ -110,43 +112,17 @@ func wouldDeny(v evaluator.Violation) string {
 	return "would deny (dryrun): " + v.Message
 }
 
-// injected is the directives in short: "volcano/research train preemptible
-// gang=8 block>clique".
+// injected is the directives in the one wording of scheduler.Placement:
+// "volcano queue=research priority=train preemptible=true gang=8
+// topology=block>clique".
 func injected(it Item) string {
-	d := it.Review.Decision.Directives
 	if !it.Review.Decision.Allowed {
 		return "-"
 	}
-	parts := []string{d.Scheduler + "/" + d.Queue, d.PriorityClass}
-	if d.Preemptible {
-		parts = append(parts, "preemptible")
-	}
-	if d.GangMin > 1 {
-		parts = append(parts, fmt.Sprintf("gang=%d", d.GangMin))
-	}
-	if d.RequiredLevel != "" {
-		topo := d.RequiredLevel
-		if d.PreferredLevel != "" && d.PreferredLevel != d.RequiredLevel {
-			topo += ">" + d.PreferredLevel
-		}
-		parts = append(parts, topo)
-	}
-	return strings.Join(parts, " ")
+	return scheduler.PlacementOf(it.Review.Decision.Directives).String()
 }
 
-func directives(d evaluator.Directives) string {
-	parts := []string{"scheduler=" + d.Scheduler, "queue=" + d.Queue, "priority=" + d.PriorityClass, fmt.Sprintf("preemptible=%t", d.Preemptible)}
-	if d.GangMin > 1 {
-		parts = append(parts, fmt.Sprintf("gang=%d", d.GangMin))
-	}
-	if d.RequiredLevel != "" {
-		parts = append(parts, "topology="+d.RequiredLevel)
-	}
-	if d.PreferredLevel != "" && d.PreferredLevel != d.RequiredLevel {
-		parts = append(parts, "prefer="+d.PreferredLevel)
-	}
-	return strings.Join(parts, " ")
-}
+func directives(d evaluator.Directives) string { return scheduler.PlacementOf(d).String() }
 
 func orNone(s string) string {
 	if s == "" {

@@ -28,7 +28,7 @@ type auditOptions struct {
 func newAuditCommand() *cobra.Command {
 	var o auditOptions
 	cmd := &cobra.Command{
-		Use:   "audit (--bundle FILE | --policies DIR) (--snapshot FILE | --kubeconfig FILE [--namespace NS]) [-o table|json]",
+		Use:   "audit (--bundle FILE | --policies DIR) (--snapshot FILE | --kubeconfig FILE [--namespace NS]) [-o table|json|yaml]",
 		Short: "Report what a candidate policy would deny or change among the workloads that already exist",
 		Long: `Decide every workload that already exists (Pods, batch Jobs, PyTorchJobs and
 Volcano Jobs, from a snapshot file or listed from the API server) against a
@@ -62,14 +62,11 @@ Exit status: 0 when nothing would be denied, 1 when some workload would be,
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "audit only this namespace's workloads (usage still counts the whole cluster)")
 	f.StringSliceVar(&o.exempt, "exempt-namespace", nil, "namespaces Mandate does not govern, beside kube-system, kube-public and kube-node-lease (e.g. Mandate's own)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(cmd, &o.output)
 	return cmd
 }
 
 func runAudit(ctx context.Context, out io.Writer, o auditOptions) (int, error) {
-	if o.output != "table" && o.output != "json" {
-		return 0, fmt.Errorf("--output %q: want table or json", o.output)
-	}
 	if o.bundle != "" && o.policies != "" {
 		return 0, errors.New("--bundle and --policies both name a candidate: give one")
 	}
@@ -101,9 +98,12 @@ func runAudit(ctx context.Context, out io.Writer, o auditOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if o.output == "json" {
+	switch o.output {
+	case outputJSON:
 		err = audit.WriteJSON(out, rep)
-	} else {
+	case outputYAML:
+		err = writeStructured(out, outputYAML, rep)
+	default:
 		err = audit.WriteTable(out, rep)
 	}
 	if err != nil {

@@ -32,8 +32,8 @@ func TestAuditKubeconfig(t *testing.T) {
 
 	code, out, errText := run(t, "audit", "--kubeconfig", kubeconfig)
 	require.Equal(t, exitDenied, code, errText)
-	assert.Regexp(t, `pod platform/shell +platform +WOULD CHANGE`, out)
-	assert.Regexp(t, `pod scratch/shell +\(none\) +WOULD DENY +\[tenancy\] TENANT_MISSING`, out)
+	assert.Regexp(t, `Pod platform/shell +platform +WOULD CHANGE`, out)
+	assert.Regexp(t, `Pod scratch/shell +\(none\) +WOULD DENY +\[tenancy\] TENANT_MISSING`, out)
 	assert.Contains(t, out, "2 workloads: 1 would be denied, 1 changed, 0 unchanged\n")
 	assert.Contains(t, out, "note: PyTorchJob (kubeflow.org/v1) skipped: the API server does not serve it (CRD not installed)\n")
 

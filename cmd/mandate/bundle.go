@@ -148,29 +148,24 @@ does not verify, 2 on bad input (unreadable file or key).`,
 func newBundleInspectCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "inspect FILE [-o table|json]",
+		Use:   "inspect FILE [-o table|json|yaml]",
 		Short: "Show a bundle's revision, roots, files and signer",
 		Long: `Show what the bundle FILE's manifest says (revision, roots, rego_version,
 metadata), its files with their sizes, and who signed it (key id, algorithm,
 scope). The signature is shown, not verified: use mandate bundle verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return &exitError{code: exitBundleBadArg, err: fmt.Errorf("--output %q: want table or json", output)}
-			}
 			info, err := bundles.Inspect(args[0])
 			if err != nil {
 				return bundleExit(err)
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+			if output == outputTable {
+				return writeBundleInfo(cmd.OutOrStdout(), info)
 			}
-			return writeBundleInfo(cmd.OutOrStdout(), info)
+			return writeStructured(cmd.OutOrStdout(), output, info)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 

@@ -30,7 +30,7 @@ func newBundleStatusCommand() *cobra.Command {
 		insecure  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "status [--addr host:port] [-o text|json]",
+		Use:   "status [--addr host:port] [-o table|json|yaml]",
 		Short: "Show which bundle revision mandate serve runs, and why the last one was rejected",
 		Long: `Ask a running mandate serve, on its metrics address, which policy bundle
 revision is active (and the shadow one, if any), where it came from, when it
@@ -41,16 +41,16 @@ Exits 1 when the last attempt failed or nothing is active, 2 when the server
 cannot be asked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{code: exitBundleBadArg, err: fmt.Errorf("--output %q: want text or json", output)}
-			}
 			st, raw, err := fetchStatus(addr, statusClient{timeout: timeout, tokenFile: tokenFile, insecure: insecure})
 			if err != nil {
 				return &exitError{code: exitBundleBadArg, err: err}
 			}
-			if output == "json" {
+			switch output {
+			case outputJSON:
 				_, err = cmd.OutOrStdout().Write(raw)
-			} else {
+			case outputYAML:
+				err = writeStructured(cmd.OutOrStdout(), output, st)
+			default:
 				err = writeStatus(cmd.OutOrStdout(), st, time.Now())
 			}
 			if err != nil {
@@ -64,7 +64,7 @@ cannot be asked.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", defaultStatusAddr, "metrics address of mandate serve (host:port, or an http(s) URL)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(cmd, &output)
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
 	f.StringVar(&tokenFile, "token-file", "", "file holding a bearer token, for a serve with --metrics-auth (an https:// --addr)")
 	f.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the serving certificate of an https:// --addr (Mandate generates its own)")

@@ -59,8 +59,8 @@ func TestBundleCommands(t *testing.T) {
 			wantCode: 2, wantErr: "no such file"},
 		{name: "inspect", args: []string{"bundle", "inspect", signed},
 			wantOut: `key id "prod", ES256, scope "mandate"`},
-		{name: "inspect bad output", args: []string{"bundle", "inspect", signed, "-o", "yaml"},
-			wantCode: 2, wantErr: `want table or json`},
+		{name: "inspect bad output", args: []string{"bundle", "inspect", signed, "-o", "xml"},
+			wantCode: 2, wantErr: `want table, json, yaml`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errText := run(t, tc.args...)

@@ -31,20 +31,24 @@ type evalOptions struct {
 	cluster  string
 	policies string
 	output   string
-	user     string
-	groups   []string
+	// namespace is assumed for objects that name none.
+	namespace string
+	user      string
+	groups    []string
 }
 
 func newEvalCommand() *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
-		Use:   "eval -f MANIFEST --cluster SNAPSHOT [--policies DIR] [-o table|json|yaml]",
+		Use:   "eval -f MANIFEST --cluster SNAPSHOT [--policies DIR] [-n NAMESPACE] [-o table|json|yaml]",
 		Short: "Decide workloads offline, exactly as the webhook would",
 		Long: `Decide every workload in MANIFEST (a file, a directory of YAML files, or - for
 stdin) against a cluster snapshot: what ` + "`kubectl get nodes,pods,namespaces -A -o yaml`" + ` prints.
 Prints whether each is admitted, every violation with its dimension and message,
 warnings, the scheduler directives, the patch that would be applied, and a
-per-dimension explanation (verdict, limit, current value). Workloads are
+per-dimension explanation (verdict, limit, current value). A workload that
+names no namespace is taken to be in --namespace (default "default"), as
+kubectl create -n would place it. Workloads are
 decided in order, each admitted one counting against its tenant's quota for
 the next, as consecutive creates would.
 
@@ -58,7 +62,8 @@ Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad i
 	f.StringVarP(&o.manifest, "filename", "f", "", "workload manifest: a file, a directory of .yaml/.yml/.json files, or - for stdin")
 	f.StringVar(&o.cluster, "cluster", "", "cluster snapshot (kubectl get nodes,pods,namespaces -A -o yaml)")
 	f.StringVar(&o.policies, "policies", "", "policy directory (default: the embedded default authority model)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace of the workloads that name none (their tenant is that namespace's)")
+	addOutputFlag(cmd, &o.output)
 	f.StringVar(&o.user, "user", "mandate-eval", "user name the decision is made for")
 	f.StringSliceVar(&o.groups, "groups", nil, "groups of that user")
 	_ = cmd.MarkFlagRequired("filename")
@@ -79,9 +84,6 @@ func exitStatus(code int, err error) error {
 }
 
 func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
-	if o.output != "table" && o.output != "json" && o.output != "yaml" {
-		return 0, fmt.Errorf("--output %q: want table, json or yaml", o.output)
-	}
 	policy, err := loadPolicy(o.policies)
 	if err != nil {
 		return 0, err
@@ -136,6 +138,9 @@ func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]r
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 		for _, obj := range objs {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(o.namespace)
+			}
 			rv, err := r.Review(ctx, obj, req)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", file, err)

@@ -9,9 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	opacmd "github.com/open-policy-agent/opa/cmd"
 	"github.com/spf13/cobra"
+	// Mozilla's root certificates, used only where the system has none:
+	// the image (make image) is the binary alone, and https bundle
+	// sources must still verify.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
+	"github.com/mandate-dev/mandate/buildinfo"
 )
 
 // exitError carries a process exit code out of a subcommand.
@@ -42,8 +49,76 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
-	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand())
+	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand())
+	root.Version = buildinfo.Get().Version
+	var version strings.Builder
+	_ = writeVersion(&version, buildinfo.Get())
+	root.SetVersionTemplate(strings.ReplaceAll(version.String(), "{{", `{{"{{"}}`))
+	// Added now rather than when it runs, so its usage errors exit 2 too.
+	root.InitDefaultCompletionCmd()
+	usageErrorsExit2(root)
 	return root
+}
+
+// usageError is a command line Mandate cannot act on: exit 2, whereas 1
+// means denied or failed.
+func usageError(err error) error { return &exitError{code: exitBadInput, err: err} }
+
+// usageErrorsExit2 makes every usage error in root's tree exit 2: an
+// unknown flag or a flag's bad value, a wrong number of arguments, and a
+// required flag not given. Cobra returns all of them as plain errors; its
+// flag error hook, each command's argument validator and a check of the
+// required flags before each command's own PreRun wrap them.
+func usageErrorsExit2(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if !c.Runnable() && c.HasSubCommands() {
+			// A group: an unknown subcommand is a usage error, none prints
+			// the help (cobra would exit 0 with help, or 1).
+			c.Args = func(c *cobra.Command, a []string) error {
+				if len(a) > 0 {
+					return usageError(fmt.Errorf("unknown command %q for %q", a[0], c.CommandPath()))
+				}
+				return nil
+			}
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+			return
+		}
+		if c.Args != nil {
+			args := c.Args
+			c.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					return usageError(err)
+				}
+				return nil
+			}
+		}
+		if !c.Runnable() {
+			return
+		}
+		preE, pre := c.PreRunE, c.PreRun
+		c.PreRun = nil
+		c.PreRunE = func(c *cobra.Command, a []string) error {
+			if err := c.ValidateRequiredFlags(); err != nil {
+				return usageError(err)
+			}
+			if err := c.ValidateFlagGroups(); err != nil {
+				return usageError(err)
+			}
+			switch {
+			case preE != nil:
+				return preE(c, a)
+			case pre != nil:
+				pre(c, a)
+			}
+			return nil
+		}
+	}
+	walk(root)
 }
 
 // exitCode prints err unless it is OPA's bare exit status, and returns the

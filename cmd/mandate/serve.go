@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/mandate-dev/mandate/buildinfo"
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/cmd/mandate/app"
 	"github.com/mandate-dev/mandate/config"
@@ -38,7 +40,7 @@ YAML file (--config), in that order of precedence; see docs/configuration.md.`,
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			return runServe(cmd.Context(), c)
+			return runServe(cmd.Context(), cmd.ErrOrStderr(), c)
 		},
 	}
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML configuration file (see docs/configuration.md)")
@@ -68,16 +70,19 @@ func loadServeConfig(f *pflag.FlagSet, file string) (config.Serve, error) {
 	return c, nil
 }
 
-func runServe(ctx context.Context, c config.Serve) error {
+// runServe runs serve until ctx ends or a signal stops it, logging (and
+// writing decision lines) to logs: os.Stderr, but for tests.
+func runServe(ctx context.Context, logs io.Writer, c config.Serve) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	handler := slog.NewJSONHandler(os.Stderr, nil)
-	log := logr.FromSlogHandler(handler)
+	handler := slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})
+	log := logr.FromSlogHandler(leveled(handler, c.LogLevel))
 	ctrl.SetLogger(log)
 	ctx = ctrl.LoggerInto(ctx, log)
+	log.Info("starting mandate serve", buildinfo.Get().KeysAndValues()...)
 	decisions, err := decisionlog.New(handler, decisionlog.Options{
 		Enabled: c.DecisionLog.Enabled, SampleRate: c.DecisionLog.SampleRate, IncludeObject: c.DecisionLog.IncludeObject})
 	if err != nil {

@@ -90,7 +90,7 @@ func TestServeSetupErrors(t *testing.T) {
 		{name: "--port out of range", args: []string{"serve", "--kubeconfig", kubeconfig, "--port", "70000"}, wantErr: "webhook.port: 70000 is not a port"},
 		{name: "missing kubeconfig", args: []string{"serve", "--kubeconfig", filepath.Join(t.TempDir(), "nope")}, wantErr: "unable to load kubeconfig"},
 		{name: "missing policy directory", args: []string{"serve", "--kubeconfig", kubeconfig, "--policies", filepath.Join(t.TempDir(), "nope")}, wantErr: "nope"},
-		{name: "stray argument", args: []string{"serve", "extra"}, wantErr: "unknown command"},
+		{name: "unknown logLevel", args: []string{"serve", "--kubeconfig", kubeconfig, "--log-level", "verbose"}, wantErr: `logLevel: "verbose" is not a level (debug, info or error)`},
 		{name: "signature required without a key", args: []string{"serve", "--kubeconfig", kubeconfig, "--bundle", goodBundle, "--bundle-require-signature"},
 			wantErr: "bundle.requireSignature: is true but bundle.verificationKey is not set"},
 		// Fail fast: a bundle source that cannot be read at startup, with

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -17,19 +19,21 @@ import (
 type webhookConfigOptions struct {
 	url, service, caBundle, namespace, failurePolicy string
 	timeoutSeconds                                   int32
+	output                                           string
 }
 
 func newWebhookConfigurationsCommand() *cobra.Command {
 	var o webhookConfigOptions
 	cmd := &cobra.Command{
-		Use:   "webhook-configurations (--url URL | --service NAMESPACE/NAME[:PORT]) --ca-bundle FILE",
+		Use:   "webhook-configurations (--url URL | --service NAMESPACE/NAME[:PORT]) --ca-bundle FILE [-o yaml|json|table]",
 		Short: "Print the mutating and validating webhook configurations that route workloads to mandate serve",
 		Long: `Print, as YAML for kubectl apply, the MutatingWebhookConfiguration and
 ValidatingWebhookConfiguration that route every governed workload kind (and
 namespaces, to guard their tenant label) to a running mandate serve: the same
 rules, match conditions and namespace selectors the Helm chart installs. Use it
 to register a serve that runs outside the chart (a local API server, a test
-cluster); the chart registers its own.`,
+cluster); the chart registers its own. -o json prints them as one v1 List
+(kubectl apply takes it too), -o table one row per webhook.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWebhookConfigurations(cmd.OutOrStdout(), o)
@@ -42,6 +46,7 @@ cluster); the chart registers its own.`,
 	f.StringVar(&o.namespace, "namespace", "", "serve's own namespace, never governed")
 	f.StringVar(&o.failurePolicy, "failure-policy", string(admissionregistrationv1.Fail), "Fail or Ignore")
 	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", webhook.DefaultTimeoutSeconds, "timeoutSeconds of every webhook, 1-30")
+	addOutputFlag(cmd, &o.output, outputYAML, outputJSON, outputTable)
 	return cmd
 }
 
@@ -51,6 +56,12 @@ func runWebhookConfigurations(out io.Writer, o webhookConfigOptions) error {
 		return &exitError{code: 2, err: err}
 	}
 	mutating, validating := webhook.Configurations(ro)
+	switch o.output {
+	case outputJSON:
+		return writeStructured(out, outputJSON, map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{mutating, validating}})
+	case outputTable:
+		return writeWebhookTable(out, mutating, validating)
+	}
 	for i, obj := range []any{mutating, validating} {
 		data, err := yaml.Marshal(obj)
 		if err != nil {
@@ -119,4 +130,64 @@ func parseService(s string) (*webhook.ServiceReference, error) {
 		ref.Port = int32(p)
 	}
 	return ref, nil
+}
+
+// writeWebhookTable is one row per webhook: its configuration, where the
+// API server calls it, what it matches, and how it fails.
+func writeWebhookTable(out io.Writer, m *admissionregistrationv1.MutatingWebhookConfiguration, v *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONFIGURATION\tWEBHOOK\tCALLS\tOPERATIONS\tRESOURCES\tFAILURE POLICY\tTIMEOUT")
+	row := func(config, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
+		fp *admissionregistrationv1.FailurePolicyType, timeout *int32) {
+		calls := ""
+		switch {
+		case cc.URL != nil:
+			calls = *cc.URL
+		case cc.Service != nil:
+			calls = "service " + cc.Service.Namespace + "/" + cc.Service.Name
+			if cc.Service.Path != nil {
+				calls += *cc.Service.Path
+			}
+		}
+		var ops, resources []string
+		for _, r := range rules {
+			for _, op := range r.Operations {
+				if !slices.Contains(ops, string(op)) {
+					ops = append(ops, string(op))
+				}
+			}
+			for _, res := range r.Resources {
+				for _, g := range r.APIGroups {
+					if g != "" {
+						resources = append(resources, res+"."+g)
+					} else {
+						resources = append(resources, res)
+					}
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%ds\n", config, name, calls, strings.Join(ops, ","),
+			strings.Join(resources, ","), ptrString(fp), ptrInt(timeout))
+	}
+	for _, w := range m.Webhooks {
+		row("mutating/"+m.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.TimeoutSeconds)
+	}
+	for _, w := range v.Webhooks {
+		row("validating/"+v.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.TimeoutSeconds)
+	}
+	return tw.Flush()
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+func ptrInt(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -7,8 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -160,7 +161,7 @@ func injected(submitted, stored map[string]any) string {
 	after := map[string]string{}
 	flatten("", stored, after)
 	found := map[string][]string{}
-	directives := map[string]any{}
+	var p scheduler.Placement
 	for path, v := range after {
 		if before[path] == v {
 			continue
@@ -175,13 +176,7 @@ func injected(submitted, stored map[string]any) string {
 				PreferredLevel string `json:"preferredLevel"`
 			}
 			if json.Unmarshal([]byte(v), &d) == nil {
-				if d.GangMin > 1 {
-					directives["gang"] = d.GangMin
-				}
-				directives["topology"] = d.RequiredLevel
-				if d.PreferredLevel != "" && d.PreferredLevel != d.RequiredLevel {
-					directives["topology"] = d.RequiredLevel + ">" + d.PreferredLevel
-				}
+				p.Gang, p.RequiredLevel, p.PreferredLevel = d.GangMin, d.RequiredLevel, d.PreferredLevel
 			}
 			continue
 		}
@@ -189,23 +184,22 @@ func injected(submitted, stored map[string]any) string {
 			found[what] = append(found[what], val)
 		}
 	}
-	var out []string
-	for _, what := range []string{"scheduler", "queue", "priority", "preemptible", "gang", "topology"} {
-		vals := found[what]
-		if d, ok := directives[what]; len(vals) == 0 && ok && d != 0 && d != "" {
-			vals = []string{fmt.Sprint(d)}
-		}
-		if len(vals) == 0 {
-			continue
-		}
-		sort.Strings(vals)
-		if what == "scheduler" {
-			out = append(out, strings.Join(vals, "|"))
-			continue
-		}
-		out = append(out, what+"="+strings.Join(vals, "|"))
+	join := func(what string) string {
+		sort.Strings(found[what])
+		return strings.Join(found[what], "|")
 	}
-	return strings.Join(out, " ")
+	p.Scheduler, p.Queue, p.PriorityClass = join("scheduler"), join("queue"), join("priority")
+	if v := found["preemptible"]; len(v) == 1 {
+		b := v[0] == "true"
+		p.Preemptible = &b
+	}
+	if v := found["gang"]; len(v) == 1 && p.Gang <= 1 {
+		p.Gang, _ = strconv.Atoi(v[0])
+	}
+	if v := found["topology"]; len(v) > 0 && p.RequiredLevel == "" && p.PreferredLevel == "" {
+		p.RequiredLevel = join("topology")
+	}
+	return p.String()
 }
 
 // classify maps a changed leaf to what the INJECTED column shows.
@@ -253,15 +247,106 @@ func flatten(path string, v any, out map[string]string) {
 	}
 }
 
-// printTable writes one line per workload.
+// tableWidth is the terminal the table fits: no line is longer.
+const tableWidth = 120
+
+// messageIndent starts the lines under a row: its message, wrapped.
+const messageIndent = "    "
+
+// printTable writes one row per workload (WORKLOAD, TENANT, DECISION,
+// DIMENSION, INJECTED), and under it the message, the why, in full:
+// wrapped at tableWidth, never cut. A cell wider than its column's cap
+// (a long name) and INJECTED wrap within their columns; when the first
+// four leave INJECTED too little room, it goes under the row too.
 func printTable(w io.Writer, rows []row) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tTENANT\tDECISION\tDIMENSION\tINJECTED\tMESSAGE")
+	caps := []int{40, 24, len(decisionAdmitted), 24}
+	header := []string{"WORKLOAD", "TENANT", "DECISION", "DIMENSION"}
+	cells := [][]string{header}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.workload, orDash(r.tenant, "(none)"), r.decision,
-			orDash(r.dimension, "-"), orDash(r.injected, "-"), oneLine(r.message))
+		cells = append(cells, []string{r.workload, orDash(r.tenant, "(none)"), r.decision, orDash(r.dimension, "-")})
 	}
-	tw.Flush()
+	widths := make([]int, len(header))
+	for _, row := range cells {
+		for i, c := range row {
+			widths[i] = min(max(widths[i], utf8.RuneCountInString(c)), max(caps[i], utf8.RuneCountInString(header[i])))
+		}
+	}
+	prefix := 0
+	for _, wd := range widths {
+		prefix += wd + 2
+	}
+	injectedWidth, injectedBeside := tableWidth-prefix, true
+	if injectedWidth < 30 {
+		injectedWidth, injectedBeside = tableWidth-len(messageIndent), false
+	}
+	// line pads the k-th line of every column's wrapped cell.
+	line := func(cols [][]string, k int, last string) string {
+		var b strings.Builder
+		for i, col := range cols {
+			c := ""
+			if k < len(col) {
+				c = col[k]
+			}
+			b.WriteString(c + strings.Repeat(" ", widths[i]+2-utf8.RuneCountInString(c)))
+		}
+		return strings.TrimRight(b.String()+last, " ")
+	}
+	fmt.Fprintln(w, line([][]string{{header[0]}, {header[1]}, {header[2]}, {header[3]}}, 0, "INJECTED"))
+	for i, r := range rows {
+		cols := make([][]string, len(header))
+		n := 0
+		for c, cell := range cells[i+1] {
+			cols[c] = wrap(cell, widths[c])
+			n = max(n, len(cols[c]))
+		}
+		injected := wrap(orDash(r.injected, "-"), injectedWidth)
+		if injectedBeside {
+			n = max(n, len(injected))
+		}
+		for k := range n {
+			last := ""
+			if injectedBeside && k < len(injected) {
+				last = injected[k]
+			}
+			fmt.Fprintln(w, line(cols, k, last))
+		}
+		if !injectedBeside {
+			for _, l := range injected {
+				fmt.Fprintln(w, messageIndent+l)
+			}
+		}
+		for _, l := range wrap(oneLine(r.message), tableWidth-len(messageIndent)) {
+			fmt.Fprintln(w, messageIndent+l)
+		}
+	}
+}
+
+// wrap breaks s into lines of at most width runes, between words; a word
+// longer than width is split.
+func wrap(s string, width int) []string {
+	var lines []string
+	var line []rune
+	for _, word := range strings.Fields(s) {
+		wr := []rune(word)
+		for len(wr) > width {
+			if len(line) > 0 {
+				lines, line = append(lines, string(line)), nil
+			}
+			lines, wr = append(lines, string(wr[:width])), wr[width:]
+		}
+		switch {
+		case len(line) == 0:
+			line = wr
+		case len(line)+1+len(wr) <= width:
+			line = append(append(line, ' '), wr...)
+		default:
+			lines, line = append(lines, string(line)), wr
+		}
+	}
+	if len(line) > 0 || len(lines) == 0 {
+		lines = append(lines, string(line))
+	}
+	return lines
 }
 
 func orDash(s, dash string) string {

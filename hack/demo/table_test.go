@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -128,5 +129,70 @@ func TestTailBuffer(t *testing.T) {
 	b.Write([]byte("ee\nfour"))
 	if got := b.String(); got != "three\nfour" {
 		t.Errorf("tail = %q", got)
+	}
+}
+
+// TestTableFits120Columns: with the longest names, directives and
+// messages the examples produce, every line of the table fits 120
+// columns, and every message (the why) is there in full, wrapped under its
+// row rather than cut.
+func TestTableFits120Columns(t *testing.T) {
+	long := "a gang of 8 pods × 8 nvidia.com/gpu does not fit right now: the roomiest block (zone-b/s2/b5) has 5 of the 8 pod slots it needs free; it waits in the queue until capacity frees up"
+	rows := []row{
+		{workload: "PyTorchJob llm/llama-finetune", tenant: "research-llm", decision: decisionMutated, dimension: "topology",
+			injected: "volcano queue=research-llm priority=train preemptible=true gang=8 topology=block>clique", message: long},
+		{workload: "Pod scratch/quick-test", decision: decisionDenied, dimension: "tenancy",
+			message: `namespace "scratch" has no mandate.dev/tenant label, so no tenant's authority covers it; ask a Mandate admin to run: kubectl label namespace scratch mandate.dev/tenant=<tenant> (tenants: helix, platform, product, research, research-llm, research-vision)`},
+		{workload: "Pod platform/notebook-alice", tenant: "platform", decision: decisionMutated,
+			injected: "kai-scheduler queue=platform priority=build preemptible=false topology=node", message: "within every limit"},
+		{workload: "VolcanoJob " + strings.Repeat("Ж", 60) + "/" + strings.Repeat("Ш", 63), tenant: "research-vision", decision: decisionMutated,
+			injected: "volcano queue=research-vision priority=train preemptible=true gang=2 topology=node", message: strings.Repeat("Ю", 300)},
+	}
+	var b strings.Builder
+	printTable(&b, rows)
+	out := b.String()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l); n > tableWidth {
+			t.Errorf("line %d is %d columns, more than %d:\n%s", i+1, n, tableWidth, l)
+		}
+	}
+	// Joined back, the lines hold every message and every INJECTED in full.
+	joined := strings.Join(strings.Fields(out), " ")
+	for _, r := range rows[:3] {
+		for _, want := range []string{r.workload, r.injected, oneLine(r.message)} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("the table lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	// The last row's name wraps in its column beside INJECTED: every
+	// character of it, and of its message, is there (runes of 2 bytes, so
+	// the widths count columns, not bytes).
+	for c, want := range map[string]int{"Ж": 60, "Ш": 63, "Ю": 300} {
+		if got := strings.Count(out, c); got != want {
+			t.Errorf("%d of the %d %q columns of the last row are left:\n%s", got, want, c, out)
+		}
+	}
+	if !strings.HasPrefix(lines[0], "WORKLOAD") || !strings.HasSuffix(lines[0], "INJECTED") {
+		t.Errorf("header %q", lines[0])
+	}
+	t.Logf("\n%s", out)
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		width int
+		want  []string
+	}{
+		{"", 10, []string{""}},
+		{"one two three", 7, []string{"one two", "three"}},
+		{"abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"a × b", 3, []string{"a ×", "b"}},
+	} {
+		if got := wrap(tc.s, tc.width); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("wrap(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
+		}
 	}
 }

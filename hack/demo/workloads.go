@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/test/envtest"
+	kinds "github.com/mandate-dev/mandate/workload"
 )
 
 // workload is one example file, with the outcome its name promises.
@@ -90,13 +91,10 @@ func createWorkloads(ctx context.Context, env *envtest.Env, workloads []workload
 		stored, err := dyn.Resource(mapping.Resource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{FieldManager: "kubectl-create"})
 		r := row{
 			file:     w.file,
-			workload: strings.ToLower(gvk.Kind) + " " + ns + "/" + obj.GetName(),
+			workload: kinds.Describe(gvk.GroupVersion().String(), gvk.Kind, ns, obj.GetName()),
 			tenant:   tenant,
 			expected: w.expected,
 			warnings: warnings.list(),
-		}
-		if strings.EqualFold(gvk.Kind, "Job") && gvk.Group != "batch" {
-			r.workload = "vcjob " + ns + "/" + obj.GetName()
 		}
 		if err != nil {
 			r.fromError(err)

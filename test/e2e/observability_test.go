@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/buildinfo"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/review"
@@ -183,6 +184,9 @@ spec:
 		}
 		assert.Equal(t, 1.0, value(after, "mandate_bundle_active_revision", map[string]string{"revision": s.srv.Evaluator.Revision()}), "active revision")
 		assert.Equal(t, 1.0, value(after, "mandate_cache_synced", nil), "cache synced")
+		build := buildinfo.Get()
+		assert.Equal(t, 1.0, value(after, buildinfo.MetricName, map[string]string{"version": build.Version, "commit": build.Commit,
+			"go_version": build.GoVersion, "opa_version": build.OPAVersion}), "the build's facts")
 		assert.Zero(t, delta(before, after, "mandate_evaluation_errors_total", nil))
 		for _, name := range []string{"mandate_evaluation_errors_total", "mandate_bundle_activations_total"} {
 			assert.Contains(t, after, name, "exported before anything fails")

@@ -59,6 +59,8 @@ type Server struct {
 	Shadow *bundles.Activator
 
 	cacheSynced atomic.Bool
+	// loadedAt is when the policy without a bundle source was loaded.
+	loadedAt time.Time
 }
 
 // ledgerQPS bounds the shared quota ledger's requests per second.
@@ -213,7 +215,7 @@ func (s *Server) policy(ctx context.Context, c config.Serve) (bundles.Source, er
 		if s.State, err = cluster.New(ev.Model()); err != nil {
 			return nil, err
 		}
-		s.Evaluator = ev
+		s.Evaluator, s.loadedAt = ev, time.Now()
 		bundles.ReportActive(ev.Revision())
 		log.Info("policy loaded", "revision", ev.Revision())
 		s.Service = &review.Service{Decider: ev, State: s.State}
@@ -308,7 +310,7 @@ func (s *Server) BundleStatus() bundles.ServingStatus {
 	case s.Activator != nil:
 		st.Active = s.Activator.Status()
 	case s.Evaluator != nil:
-		st.Active = bundles.Status{Revision: s.Evaluator.Revision(), Source: "policies"}
+		st.Active = bundles.Status{Revision: s.Evaluator.Revision(), Source: "policies", ActivatedAt: s.loadedAt, LastAttempt: s.loadedAt}
 	}
 	if s.Shadow != nil {
 		shadow := s.Shadow.Status()
