@@ -144,6 +144,24 @@ func TestTemplateFirstInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("NOTES list the next steps", func(t *testing.T) {
+		out, err := helmBare(t, append([]string{"install", release, chartDir, "--namespace", namespace, "--dry-run=client"}, modelValues...)...)
+		require.NoError(t, err, out)
+		notes := out[strings.Index(out, "NOTES:"):]
+		for _, want := range []string{
+			"Enforcement: DRYRUN. Nothing is denied",
+			"Helix Labs DEMO model",
+			"kubectl label namespace NAMESPACE mandate.dev/tenant=TENANT",
+			"mandate audit --policies DIR --kubeconfig FILE",
+			`'"logger":"decision"'`,
+			"mutate.mandate.dev/dryrun-violations",
+			`--set enforcementOverride=""`,
+			"pre-delete Job (mandate uninstall)",
+		} {
+			assert.Contains(t, notes, want)
+		}
+	})
+
 	t.Run("values rejected", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
