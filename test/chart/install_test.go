@@ -68,6 +68,25 @@ func TestInstall(t *testing.T) {
 	defer cancel()
 	c := env.Client
 
+	t.Run("NOTES list the next steps", func(t *testing.T) {
+		out, err := helmBare(t, "install", release, chartDir, "--namespace", namespace, "--dry-run",
+			"--kubeconfig", env.WriteKubeconfig(t, "helm"), "--set", "policies.source=configMap", "--values", values)
+		require.NoError(t, err, out)
+		notes := out[strings.Index(out, "NOTES:"):]
+		for _, want := range []string{
+			"Policy: your model from ConfigMap " + fullname + "-policies",
+			"Enforcement: DRYRUN. Nothing is denied",
+			"kubectl label namespace NAMESPACE mandate.dev/tenant=TENANT",
+			"mandate audit --policies DIR --kubeconfig FILE",
+			`'"logger":"decision"'`,
+			"mutate.mandate.dev/dryrun-violations",
+			`--set enforcementOverride=""`,
+			"pre-delete Job (mandate uninstall)",
+		} {
+			assert.Contains(t, notes, want)
+		}
+	})
+
 	// The cluster runs before Mandate arrives, as a real one does.
 	require.NoError(t, fixtures.CreatePriorityClasses(ctx, c))
 	loadExampleCluster(ctx, t, c)
@@ -89,6 +108,12 @@ func TestInstall(t *testing.T) {
 			mutating = typed[admissionregistrationv1.MutatingWebhookConfiguration](t, o)
 		case o.GetKind() == "ValidatingWebhookConfiguration":
 			validating = typed[admissionregistrationv1.ValidatingWebhookConfiguration](t, o)
+		case o.GetKind() == "CustomResourceDefinition":
+			// envtest installed the repository's CRDs already; helm
+			// leaves an existing CRD alone too.
+			if err := c.Create(ctx, o.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err, "create %s", key(o))
+			}
 		default:
 			require.NoError(t, c.Create(ctx, o.DeepCopy()), "create %s", key(o))
 		}
