@@ -154,6 +154,12 @@ type Webhook struct {
 type Evaluation struct {
 	// Timeout bounds one evaluation.
 	Timeout time.Duration `json:"timeout" yaml:"timeout" mapstructure:"timeout"`
+	// EnforcementOverride, when set, is the action of every violation the
+	// model would deny: "dryrun" (admit, only record) or "warn" (admit with
+	// a warning), whatever the model's enforcement says; "" keeps it. A
+	// first install runs in dryrun so nothing is denied before the
+	// decisions have been checked.
+	EnforcementOverride string `json:"enforcementOverride" yaml:"enforcementOverride" mapstructure:"enforcementOverride"`
 }
 
 // Quota configures the quota ledger's reservations.

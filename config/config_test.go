@@ -45,6 +45,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"namespace", func(s *config.Serve) { s.Namespace = "Mandate_System" }, []string{"namespace: \"Mandate_System\" is not a namespace name"}},
 		{"timeout zero", func(s *config.Serve) { s.Evaluation.Timeout = 0 }, []string{"evaluation.timeout: 0s is out of range (1ms-30s)"}},
 		{"timeout too long", func(s *config.Serve) { s.Evaluation.Timeout = time.Minute }, []string{"evaluation.timeout: 1m0s is out of range"}},
+		{"enforcement override off", func(s *config.Serve) { s.Evaluation.EnforcementOverride = "off" },
+			[]string{`evaluation.enforcementOverride: "off" is not an override ("", "dryrun" or "warn")`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := config.Default()

@@ -60,3 +60,10 @@ func Default() Serve {
 	}
 	return s
 }
+
+// Overrides of evaluation.enforcementOverride: the evaluator's enforcement
+// actions (evaluator.EnforceDryRun, evaluator.EnforceWarn) by name.
+const (
+	EnforcementDryRun = "dryrun"
+	EnforcementWarn   = "warn"
+)

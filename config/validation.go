@@ -76,6 +76,12 @@ func (s Serve) Validate() error {
 	if t := s.Evaluation.Timeout; t < 1e6 || t > MaxEvaluationTimeout {
 		errs = append(errs, fieldErr("evaluation.timeout", "%s is out of range (1ms-%s)", t, MaxEvaluationTimeout))
 	}
+	switch s.Evaluation.EnforcementOverride {
+	case "", EnforcementDryRun, EnforcementWarn:
+	default:
+		errs = append(errs, fieldErr("evaluation.enforcementOverride", "%q is not an override (\"\", %q or %q)",
+			s.Evaluation.EnforcementOverride, EnforcementDryRun, EnforcementWarn))
+	}
 	if w := s.Quota.ConfirmationWindow; w < MinConfirmationWindow || w > MaxConfirmationWindow {
 		errs = append(errs, fieldErr("quota.confirmationWindow", "%s is out of range (%s-%s)", w, MinConfirmationWindow, MaxConfirmationWindow))
 	}

@@ -43,6 +43,11 @@ type Options struct {
 	ExplainQuery string
 	// Timeout per evaluation; DefaultTimeout when zero.
 	Timeout time.Duration
+	// EnforcementOverride, when EnforceDryRun or EnforceWarn, is the action
+	// of every violation the model would deny: the workload is admitted and
+	// the violation recorded (dryrun) or warned (warn). Empty keeps the
+	// model's enforcement.
+	EnforcementOverride string
 }
 
 // Evaluator decides workloads against one compiled Policy. It is safe for
@@ -53,6 +58,7 @@ type Evaluator struct {
 	// they share one evaluation's rule cache.
 	explained rego.PreparedEvalQuery
 	timeout   time.Duration
+	override  string
 	revision  string
 	model     model.Model
 }
@@ -87,7 +93,12 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 		}
 		return pq, nil
 	}
-	e := &Evaluator{timeout: opts.Timeout, revision: p.Revision, model: m}
+	switch opts.EnforcementOverride {
+	case "", EnforceDryRun, EnforceWarn:
+	default:
+		return nil, fmt.Errorf("enforcement override %q: want %q, %q or none", opts.EnforcementOverride, EnforceDryRun, EnforceWarn)
+	}
+	e := &Evaluator{timeout: opts.Timeout, override: opts.EnforcementOverride, revision: p.Revision, model: m}
 	if e.query, err = prepare(opts.Query); err != nil {
 		return nil, err
 	}
@@ -146,6 +157,7 @@ func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	d.ID = newID()
 	d.Revision = e.revision
+	override(&d, e.override)
 	return d, nil
 }
 

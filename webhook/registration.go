@@ -45,6 +45,24 @@ type RegistrationOptions struct {
 	FailurePolicy *admissionregistrationv1.FailurePolicyType
 	// TimeoutSeconds defaults to DefaultTimeoutSeconds.
 	TimeoutSeconds int32
+	// NamespaceSelector chooses the namespaces whose workloads are
+	// governed; DefaultNamespaceSelector when nil, every namespace when
+	// empty. The system namespaces and Namespace are excluded either way.
+	// It does not apply to the tenant-label guard on namespaces, which
+	// must see a namespace that is about to get the label.
+	NamespaceSelector *metav1.LabelSelector
+}
+
+// DefaultNamespaceSelector governs the namespaces labelled with a tenant
+// (mandate.dev/tenant, any value), and only those: installing Mandate into
+// a cluster that runs other workloads never blocks a namespace nobody
+// opted in (a monitoring stack, an operator's), and a namespace joins
+// when an admin labels it. The chart's webhook.namespaceSelector default
+// is the same (test/chart holds them equal).
+func DefaultNamespaceSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: workload.LabelTenant, Operator: metav1.LabelSelectorOpExists,
+	}}}
 }
 
 // ServiceReference names Mandate's Service.
@@ -74,7 +92,7 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 		excluded = excluded[:len(review.SystemNamespaces)]
 	}
 	createRules := workloadRules(admissionregistrationv1.Create)
-	workloadSelector := namespaceNotIn(excluded)
+	workloadSelector := governed(o.NamespaceSelector, excluded)
 
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
@@ -112,7 +130,11 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 			MatchConditions:         append(workloadConditions(), ownedKeysChanged()),
 		}, {
 			// Namespaces themselves: every tenant namespace is guarded,
-			// whoever's, except Mandate's own.
+			// whoever's, except Mandate's own. Not NamespaceSelector: a
+			// namespace's own labels are what it is matched on, so a
+			// selector on the tenant label would not see the update that
+			// removes it, and one on another label would not see the one
+			// that adds it.
 			Name:         NamespaceWebhookName,
 			ClientConfig: o.clientConfig(ValidatePath),
 			Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -191,6 +213,17 @@ func ownedKeysChanged() admissionregistrationv1.MatchCondition {
 		Expression: "request.operation != 'UPDATE' || request.kind.kind != 'Pod' || " + changed("labels", scheduler.OwnedLabels) + " || " +
 			changed("annotations", scheduler.OwnedAnnotations),
 	}
+}
+
+// governed is the workload webhooks' namespace selector: sel (the
+// default when nil) and not one of the excluded namespaces.
+func governed(sel *metav1.LabelSelector, excluded []string) *metav1.LabelSelector {
+	if sel == nil {
+		sel = DefaultNamespaceSelector()
+	}
+	out := sel.DeepCopy()
+	out.MatchExpressions = append(out.MatchExpressions, namespaceNotIn(excluded).MatchExpressions...)
+	return out
 }
 
 func namespaceNotIn(names []string) *metav1.LabelSelector {

@@ -11,15 +11,19 @@ import (
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 type webhookConfigOptions struct {
 	url, service, caBundle, namespace, failurePolicy string
 	timeoutSeconds                                   int32
 	output                                           string
+	// namespaceSelector is a label selector; nil for the default.
+	namespaceSelector *string
 }
 
 func newWebhookConfigurationsCommand() *cobra.Command {
@@ -30,7 +34,9 @@ func newWebhookConfigurationsCommand() *cobra.Command {
 		Long: `Print, as YAML for kubectl apply, the MutatingWebhookConfiguration and
 ValidatingWebhookConfiguration that route every governed workload kind (and
 namespaces, to guard their tenant label) to a running mandate serve: the same
-rules, match conditions and namespace selectors the Helm chart installs. Use it
+rules, match conditions and namespace selectors the Helm chart installs. By
+default only namespaces labelled with a tenant (mandate.dev/tenant) are
+governed; --namespace-selector "" governs every namespace. Use it
 to register a serve that runs outside the chart (a local API server, a test
 cluster); the chart registers its own. -o json prints them as one v1 List
 (kubectl apply takes it too), -o table one row per webhook.`,
@@ -47,6 +53,13 @@ cluster); the chart registers its own. -o json prints them as one v1 List
 	f.StringVar(&o.failurePolicy, "failure-policy", string(admissionregistrationv1.Fail), "Fail or Ignore")
 	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", webhook.DefaultTimeoutSeconds, "timeoutSeconds of every webhook, 1-30")
 	addOutputFlag(cmd, &o.output, outputYAML, outputJSON, outputTable)
+	selector := f.String("namespace-selector", workload.LabelTenant,
+		`label selector of the governed namespaces (kubectl's syntax); the default governs only namespaces labelled with a tenant, "" every namespace`)
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
+		if cmd.Flags().Changed("namespace-selector") {
+			o.namespaceSelector = selector
+		}
+	}
 	return cmd
 }
 
@@ -104,6 +117,13 @@ func (o webhookConfigOptions) registration() (webhook.RegistrationOptions, error
 		return ro, fmt.Errorf("--ca-bundle %s holds no PEM certificate", o.caBundle)
 	}
 	ro.CABundle, ro.URL = ca, o.url
+	if o.namespaceSelector != nil {
+		sel, err := metav1.ParseToLabelSelector(*o.namespaceSelector)
+		if err != nil {
+			return ro, fmt.Errorf("--namespace-selector %q: %w", *o.namespaceSelector, err)
+		}
+		ro.NamespaceSelector = compact(sel)
+	}
 	if o.service != "" {
 		svc, err := parseService(o.service)
 		if err != nil {
@@ -112,6 +132,21 @@ func (o webhookConfigOptions) registration() (webhook.RegistrationOptions, error
 		ro.Service = svc
 	}
 	return ro, nil
+}
+
+// compact drops a selector's empty lists, as the API server stores it.
+func compact(sel *metav1.LabelSelector) *metav1.LabelSelector {
+	out := &metav1.LabelSelector{}
+	if len(sel.MatchLabels) > 0 {
+		out.MatchLabels = sel.MatchLabels
+	}
+	for _, r := range sel.MatchExpressions {
+		if len(r.Values) == 0 {
+			r.Values = nil
+		}
+		out.MatchExpressions = append(out.MatchExpressions, r)
+	}
+	return out
 }
 
 // parseService reads NAMESPACE/NAME[:PORT].

@@ -9,10 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // TestWebhookConfigurationsCommand: what the command prints is
@@ -42,6 +44,26 @@ func TestWebhookConfigurationsCommand(t *testing.T) {
 	assert.Equal(t, wantM.Webhooks, gotM.Webhooks)
 	assert.Equal(t, wantV.Webhooks, gotV.Webhooks)
 	assert.Equal(t, "MutatingWebhookConfiguration", gotM.Kind)
+	assert.Equal(t, webhook.DefaultNamespaceSelector().MatchExpressions[0], gotM.Webhooks[0].NamespaceSelector.MatchExpressions[0],
+		"only namespaces labelled with a tenant by default")
+
+	// --namespace-selector: the same selector spelled out, and "" for
+	// every namespace (the system ones and serve's own still excluded).
+	for sel, want := range map[string]*metav1.LabelSelector{
+		workload.LabelTenant: nil,
+		"":                   {},
+		"team in (a,b)":      {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}},
+	} {
+		code, out, errText := run(t, "webhook-configurations", "--url", "https://a:1", "--ca-bundle", ca, "--namespace", "mandate-system",
+			"--namespace-selector", sel)
+		require.Equal(t, 0, code, errText)
+		docs := strings.Split(out, "\n---\n")
+		require.Len(t, docs, 2)
+		var gotM admissionregistrationv1.MutatingWebhookConfiguration
+		require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), &gotM))
+		wantM, _ := webhook.Configurations(webhook.RegistrationOptions{URL: "https://a:1", CABundle: pem, Namespace: "mandate-system", NamespaceSelector: want})
+		assert.Equal(t, wantM.Webhooks[0].NamespaceSelector, gotM.Webhooks[0].NamespaceSelector, "--namespace-selector %q", sel)
+	}
 
 	for _, tc := range []struct {
 		args []string
@@ -57,6 +79,7 @@ func TestWebhookConfigurationsCommand(t *testing.T) {
 		{[]string{"--service", "a/b:99999", "--ca-bundle", ca}, "is not 1-65535"},
 		{[]string{"--url", "https://a:1", "--ca-bundle", ca, "--failure-policy", "fail"}, "want Fail or Ignore"},
 		{[]string{"--url", "https://a:1", "--ca-bundle", ca, "--timeout-seconds", "31"}, "out of range (1-30)"},
+		{[]string{"--url", "https://a:1", "--ca-bundle", ca, "--namespace-selector", "a in b"}, "--namespace-selector"},
 	} {
 		code, out, errText := run(t, append([]string{"webhook-configurations"}, tc.args...)...)
 		assert.Equal(t, 2, code, "%v", tc.args)

@@ -52,8 +52,12 @@ func (w *webhooks) register(ctx context.Context, env *envtest.Env, bin, tmp stri
 	if err := os.WriteFile(ca, w.LocalServingCAData, 0o600); err != nil {
 		return fmt.Errorf("unable to write the webhook CA: %w", err)
 	}
+	// Every namespace, not only the tenant-labelled ones (the default):
+	// the demo shows a namespace without a tenant denied, and its probe
+	// relies on it.
 	cmd := exec.CommandContext(ctx, bin, "webhook-configurations",
-		"--url", fmt.Sprintf("https://%s:%d", w.LocalServingHost, w.LocalServingPort), "--ca-bundle", ca)
+		"--url", fmt.Sprintf("https://%s:%d", w.LocalServingHost, w.LocalServingPort), "--ca-bundle", ca,
+		"--namespace-selector", "")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -111,6 +111,8 @@ func TestTemplateDefaults(t *testing.T) {
 			"Deployment/mandate", "Issuer/mandate-ca", "Issuer/mandate-selfsigned",
 			"MutatingWebhookConfiguration/mandate", "PodDisruptionBudget/mandate",
 			"Service/mandate", "ServiceAccount/mandate", "ValidatingWebhookConfiguration/mandate",
+			// The pre-delete hook (uninstallHook).
+			"ServiceAccount/mandate-uninstall", "ClusterRole/mandate-uninstall", "ClusterRoleBinding/mandate-uninstall", "Job/mandate-uninstall",
 		}
 		assert.ElementsMatch(t, want, keys(objs))
 		for _, o := range objs {
@@ -271,7 +273,7 @@ func TestTemplatePolicies(t *testing.T) {
 	assert.Equal(t, cm.Name, vol.ConfigMap.Name)
 	assert.Equal(t, []corev1.KeyToPath{{Key: "mandate__quota__quota.rego", Path: "mandate/quota/quota.rego"}}, vol.ConfigMap.Items)
 
-	// The default is the embedded policy: no --policies, no ConfigMap.
+	// The demo model is the embedded one: no --policies, no ConfigMap.
 	d = typed[appsv1.Deployment](t, find(t, render(t, release, namespace), "Deployment", fullname))
 	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
 		assert.NotContains(t, arg, "--policies")
@@ -574,9 +576,25 @@ func keys(objs []*unstructured.Unstructured) []string {
 	return ks
 }
 
+// modelValues is the one value the chart has no default for, the policy
+// source: helm template and helm lint run with it before the test's own
+// values (which may set another source). The demo model renders what a
+// source-less chart used to; TestInstall takes its model from a ConfigMap.
+var modelValues = []string{"--set", "policies.source=embedded-demo"}
+
 // helm runs the pinned helm binary from the repository root and returns its
-// combined output.
+// combined output; template and lint get modelValues first.
 func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	if len(args) > 0 && (args[0] == "template" || args[0] == "lint") {
+		args = append(append([]string{args[0]}, modelValues...), args[1:]...)
+	}
+	return helmBare(t, args...)
+}
+
+// helmBare runs the pinned helm binary from the repository root with
+// exactly args and returns its combined output.
+func helmBare(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	root := repoRoot(t)
 	bin := filepath.Join(root, helmBinary)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -80,6 +81,11 @@ func startWith(t *testing.T, so startOptions) *suite {
 		// generates for 127.0.0.1.
 		URL:       fmt.Sprintf("https://127.0.0.1:%d", port),
 		Namespace: mandateNamespace,
+		// Every namespace, not only the tenant-labelled ones (the
+		// default): the suite checks that a workload of a namespace
+		// without a tenant is denied (TENANT_MISSING). test/chart checks
+		// the default.
+		NamespaceSelector: &metav1.LabelSelector{},
 	})
 	env := envtest.Start(t, append([]envtest.Option{envtest.WithPyTorchJobCRD(), envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},

@@ -95,7 +95,14 @@ caBundle: {{ $.Values.tls.caBundle }}
 failurePolicy: {{ .Values.webhook.failurePolicy }}
 matchPolicy: Exact
 namespaceSelector:
+  {{- with .Values.webhook.namespaceSelector.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
+    {{- with .Values.webhook.namespaceSelector.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values: {{ include "mandate.excludedNamespaces" . }}

@@ -202,7 +202,10 @@ func (s *Server) sources(ctx context.Context, c config.Serve) (bundleSrc, shadow
 // poll, if any.
 func (s *Server) policy(ctx context.Context, c config.Serve) (bundles.Source, error) {
 	log := ctrl.LoggerFrom(ctx)
-	evalOpts := evaluator.Options{Timeout: c.Evaluation.Timeout}
+	evalOpts := evaluator.Options{Timeout: c.Evaluation.Timeout, EnforcementOverride: c.Evaluation.EnforcementOverride}
+	if o := c.Evaluation.EnforcementOverride; o != "" {
+		log.Info("enforcement overridden: what the model would deny is admitted and recorded", "enforcementOverride", o)
+	}
 	if c.Bundle.Source == "" {
 		p, err := loadPolicy(c.Policies)
 		if err != nil {
@@ -251,7 +254,10 @@ func (s *Server) shadow(ctx context.Context, c config.Serve) (bundles.Source, er
 	if c.Bundle.Shadow.Source == "" {
 		return nil, nil
 	}
-	opts := bundleSource(c.Bundle.Shadow.Source, c.Bundle, evaluator.Options{Timeout: c.Evaluation.Timeout})
+	// The shadow decides under the same override, so that only the
+	// policies' differences are counted.
+	opts := bundleSource(c.Bundle.Shadow.Source, c.Bundle, evaluator.Options{Timeout: c.Evaluation.Timeout,
+		EnforcementOverride: c.Evaluation.EnforcementOverride})
 	opts.Activator.Shadow = true
 	act, src, err := bundles.NewSource(opts)
 	if err != nil {
