@@ -1,0 +1,48 @@
+package modelcheck
+
+import "github.com/mandate-dev/mandate/scheduler"
+
+// checkSchedulers: every scheduler a tenant names has an adapter
+// (scheduler.For), and no two tenants on one scheduler share a queue, as
+// mandate.directives names them (the tenant's queue, else its name; the
+// nearest scheduler of its chain, else the default).
+func checkSchedulers(d *document, r *reporter) {
+	for _, name := range d.tenantNames() {
+		if s := d.Tenants[name].Scheduler; s != "" {
+			if _, err := scheduler.For(s); err != nil {
+				r.add(path("tenants", name, "scheduler"), "%v", err)
+			}
+		}
+	}
+	owner := map[string]string{} // scheduler/queue → tenant
+	for _, name := range d.tenantNames() {
+		t := d.Tenants[name]
+		q := t.Queue
+		if q == "" {
+			q = name
+		}
+		s := d.schedulerOf(name)
+		k := s + "/" + q
+		if first, ok := owner[k]; ok {
+			at := path("tenants", name, "queue")
+			if t.Queue == "" {
+				at = path("tenants", name)
+			}
+			r.add(at, "tenant %s's work goes to %s queue %q, which is tenant %s's queue too: each tenant needs a queue of its own, or the scheduler gives two tenants one quota",
+				name, s, q, first)
+			continue
+		}
+		owner[k] = name
+	}
+}
+
+// schedulerOf is the scheduler of a tenant's work: the nearest one its
+// chain names, else the default.
+func (d *document) schedulerOf(name string) string {
+	for _, t := range d.chain(name) {
+		if s := d.Tenants[t].Scheduler; s != "" {
+			return s
+		}
+	}
+	return scheduler.Default
+}
