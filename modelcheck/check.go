@@ -37,7 +37,12 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-func (p Problem) String() string { return p.Path + ": " + p.Message }
+func (p Problem) String() string {
+	if p.Path == "" {
+		return "(model): " + p.Message
+	}
+	return p.Path + ": " + p.Message
+}
 
 // Error is a model with problems; it wraps ErrInvalidModel.
 type Error struct {
