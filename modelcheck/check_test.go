@@ -14,6 +14,7 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/modelcheck"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // exampleFile is the example organisation's model, as shipped.
@@ -278,6 +279,26 @@ var cases = []struct {
 		wantPath:  "topology.levels[2].name",
 		wantCheck: "topology",
 		wantMsg:   `level "spine" is topology.levels[1] too`,
+	},
+	{
+		name: "more levels than the cluster model takes",
+		edit: func(m map[string]any) {
+			levels := obj(m, "topology")["levels"].([]any)
+			for i := len(levels); i <= topology.MaxLevels; i++ {
+				levels = append(levels, map[string]any{"name": fmt.Sprintf("l%d", i), "nodeLabel": fmt.Sprintf("example.com/l%d", i)})
+			}
+			obj(m, "topology")["levels"] = levels
+		},
+		wantPath:  "topology.levels",
+		wantCheck: "topology",
+		wantMsg:   fmt.Sprintf("%d levels: the cluster model takes at most %d", topology.MaxLevels+1, topology.MaxLevels),
+	},
+	{
+		name:      "two levels reading one node label",
+		edit:      func(m map[string]any) { level(m, 4)["nodeLabel"] = "nvidia.com/gpu.clique" },
+		wantPath:  "topology.levels[4].nodeLabel",
+		wantCheck: "topology",
+		wantMsg:   `node label "nvidia.com/gpu.clique" is topology.levels[3]'s too`,
 	},
 	{
 		name:      "unknown enforcement action",

@@ -1,13 +1,21 @@
 package modelcheck
 
-import "strings"
+import (
+	"strings"
 
-// checkTopology: levels have distinct names and node labels; the rules name
+	"github.com/mandate-dev/mandate/topology"
+)
+
+// checkTopology: levels are no more than the cluster model takes and have
+// distinct names and node labels; the rules name
 // levels of the topology, prefer no level wider than they require, and go
 // smallest first, as mandate.topology reads them (the first rule whose
 // maxGPUs covers the gang decides), ending in a rule without maxGPUs so
 // that every gang has one.
 func checkTopology(d *document, r *reporter) {
+	if n := len(d.Topology.Levels); n > topology.MaxLevels {
+		r.add(path("topology", "levels"), "%d levels: the cluster model takes at most %d", n, topology.MaxLevels)
+	}
 	index := map[string]int{}
 	labels := map[string]int{}
 	names := make([]string, 0, len(d.Topology.Levels))
