@@ -39,11 +39,12 @@ chart-rules: ## Regenerate the chart's webhook rules from the kind registry (aft
 	$(GO) run ./webhook/internal/chartrules
 
 .PHONY: lint
-lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa.
+lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa, mandate model check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(MANDATE) opa fmt --list --fail policies/
 	$(MANDATE) opa check --strict policies/
+	$(MANDATE) model check policies/
 	hack/envtest-assets.sh helm
 	$(BIN)/k8s/helm lint --strict charts/mandate
 
