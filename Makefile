@@ -49,9 +49,10 @@ lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict
 	$(BIN)/k8s/helm lint --strict charts/mandate
 
 .PHONY: fuzz
-fuzz: ## Fuzz the workload normaliser and the admission handler (FUZZTIME=10m for a long run).
+fuzz: ## Fuzz the workload normaliser, the admission handler and the model checker (FUZZTIME=10m for a long run).
 	$(GO) test ./workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./modelcheck/ -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.

@@ -20,11 +20,12 @@ func checkQuota(d *document, r *reporter) {
 				r.add(path("tenants", name, "quota", res, "guaranteed"), "tenant %s guarantees %d %s, above its ceiling of %d: the guarantee is part of the ceiling",
 					name, q.Guaranteed, res, q.Ceiling)
 			}
-			if !d.rooted(name) {
+			chain := d.chain(name)
+			if !d.rooted(name) || len(chain) < 2 {
 				continue
 			}
 			// The nearest ancestor limiting the same resource.
-			for _, a := range d.chain(name)[1:] {
+			for _, a := range chain[1:] {
 				if _, ok := d.Tenants[a].Quota[res]; ok {
 					children[key{a, res}] = append(children[key{a, res}], name)
 					break

@@ -22,8 +22,7 @@ import (
 // schemaURL is the $id of policies/schema/model.schema.json.
 const schemaURL = "https://mandate.dev/schema/model.schema.json"
 
-// compiled is the model's schema, compiled once; raw is the schema document
-// itself, to look up the fields an object may have.
+// compiled is the model's schema (policies.ModelSchema), compiled once.
 var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(policies.ModelSchema))
 	if err != nil {
@@ -40,12 +39,15 @@ var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	return s, nil
 })
 
+// raw is the schema document itself, to look up the fields an object may
+// have.
 var raw = sync.OnceValue(func() map[string]any {
 	var doc map[string]any
 	_ = json.Unmarshal(policies.ModelSchema, &doc) // compiled reports a broken schema
 	return doc
 })
 
+// printer renders the schema library's messages.
 var printer = message.NewPrinter(language.English)
 
 // validateSchema returns the schema's problems with doc: one per failing
