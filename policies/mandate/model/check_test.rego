@@ -1,11 +1,12 @@
 # METADATA
 # description: |
-#   The model checker's Rego half: the consistency rules of the authority
-#   data (data.mandate.model) that Rego can say, so that `mandate opa test
-#   policies/` fails on a bad model as `mandate model check`, `mandate
-#   bundle build --test` and bundle activation do (the Go checker, package
-#   modelcheck, adds the JSON Schema: unknown keys, types). Each problem
-#   starts with the JSON path it is about, as the Go checker's do.
+#   The model checker in `mandate opa test`: the consistency rules of the
+#   authority data (data.mandate.model) that Rego can say, and the Go
+#   checker itself (package modelcheck, with its JSON Schema: unknown keys,
+#   types) through the test builtin mandate.model_problems, so that a bad
+#   model fails here as it fails `mandate model check`, `mandate bundle
+#   build --test` and bundle activation. Each problem starts with the JSON
+#   path it is about.
 #   Independent of the organisation: it checks whatever data.json says, and
 #   its own tests break a small model of their own, so an organisation that
 #   replaces data.json and model_test.rego keeps it.
@@ -19,6 +20,15 @@ import data.mandate.model
 test_the_model_passes_every_check if {
 	print("authority model problems:", problems)
 	count(problems) == 0
+}
+
+# And the Go checker's, which `mandate opa` registers for tests: its JSON
+# Schema (unknown and misspelt keys, types, required keys) and every check,
+# with the messages of `mandate model check`.
+test_the_model_passes_the_model_checker if {
+	ps := mandate.model_problems(model)
+	print("mandate model check:", ps)
+	ps == []
 }
 
 # problems are the model's problems, each "<JSON path>: <what is wrong>".
@@ -286,6 +296,13 @@ _at(ps, path) if {
 
 test_a_sound_model_has_no_problems if {
 	count(problems) == 0 with data.mandate.model as _sound
+}
+
+test_the_model_checker_catches_a_misspelt_key if {
+	mandate.model_problems(_sound) == []
+	ps := mandate.model_problems(json.patch(_sound, [_set("/tenants/team-a/quota/nvidia.com~1gpu", {"guarenteed": 8, "ceiling": 16})]))
+	some p in ps
+	p == `tenants.team-a.quota["nvidia.com/gpu"].guarenteed: unknown key "guarenteed": did you mean "guaranteed"?`
 }
 
 test_catches_an_unknown_parent if {
