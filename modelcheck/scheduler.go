@@ -1,17 +1,27 @@
 package modelcheck
 
-import "github.com/mandate-dev/mandate/scheduler"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
-// checkSchedulers: every scheduler a tenant names has an adapter
-// (scheduler.For), and no two tenants on one scheduler share a queue, as
-// mandate.directives names them (the tenant's queue, else its name; the
-// nearest scheduler of its chain, else the default).
+// Schedulers are the schedulers a tenant may name: those package scheduler
+// has an adapter for (a test keeps the two lists one), "default" being the
+// Kubernetes default scheduler.
+var Schedulers = []string{"volcano", "kai", "default"}
+
+// defaultScheduler runs the work of a tenant whose chain names none.
+const defaultScheduler = "default"
+
+// checkSchedulers: every scheduler a tenant names has an adapter, and no
+// two tenants on one scheduler share a queue, as mandate.directives names
+// them (the tenant's queue, else its name; the nearest scheduler of its
+// chain, else the default).
 func checkSchedulers(d *document, r *reporter) {
 	for _, name := range d.tenantNames() {
-		if s := d.Tenants[name].Scheduler; s != "" {
-			if _, err := scheduler.For(s); err != nil {
-				r.add(path("tenants", name, "scheduler"), "%v", err)
-			}
+		if s := d.Tenants[name].Scheduler; s != "" && !slices.Contains(Schedulers, s) {
+			r.add(path("tenants", name, "scheduler"), "unknown scheduler %q: known schedulers are %s", s, knownSchedulers())
 		}
 	}
 	owner := map[string]string{} // scheduler/queue → tenant
@@ -36,6 +46,15 @@ func checkSchedulers(d *document, r *reporter) {
 	}
 }
 
+// knownSchedulers lists Schedulers for a message: "volcano, kai and default".
+func knownSchedulers() string {
+	n := len(Schedulers)
+	if n == 1 {
+		return Schedulers[0]
+	}
+	return fmt.Sprintf("%s and %s", strings.Join(Schedulers[:n-1], ", "), Schedulers[n-1])
+}
+
 // schedulerOf is the scheduler of a tenant's work: the nearest one its
 // chain names, else the default.
 func (d *document) schedulerOf(name string) string {
@@ -44,5 +63,5 @@ func (d *document) schedulerOf(name string) string {
 			return s
 		}
 	}
-	return scheduler.Default
+	return defaultScheduler
 }
