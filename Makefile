@@ -58,18 +58,20 @@ chart-rules: ## Regenerate the chart's webhook rules from the kind registry (aft
 	$(GO) run ./webhook/internal/chartrules
 
 .PHONY: lint
-lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa.
+lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa, mandate model check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(MANDATE) opa fmt --list --fail policies/
 	$(MANDATE) opa check --strict policies/
+	$(MANDATE) model check policies/
 	hack/envtest-assets.sh helm
 	$(BIN)/k8s/helm lint --strict charts/mandate --set policies.source=embedded-demo # the chart has no default model
 
 .PHONY: fuzz
-fuzz: ## Fuzz the workload normaliser and the admission handler (FUZZTIME=10m for a long run).
+fuzz: ## Fuzz the workload normaliser, the admission handler and the model checker (FUZZTIME=10m for a long run).
 	$(GO) test ./workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./modelcheck/ -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -22,8 +23,11 @@ const PersistedFile = "last-good.tar.gz"
 
 // Activation steps, as named in errors, the status and the metric.
 const (
-	StepRead    = "read"
-	StepVerify  = "verify"
+	StepRead   = "read"
+	StepVerify = "verify"
+	// StepModel is the model checker (package modelcheck) refusing the
+	// revision's authority model: its schema or a semantic check.
+	StepModel   = "model"
 	StepCompile = "compile"
 	StepSmoke   = "smoke"
 	StepPersist = "persist"
@@ -39,7 +43,7 @@ var (
 	}, []string{"revision"})
 	activations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mandate_bundle_activations_total",
-		Help: "Bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
+		Help: "Bundle activations by result (success, or the step that failed: read, verify, model, compile, smoke, state, persist).",
 	}, []string{"result"})
 	shadowRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mandate_bundle_shadow_revision",
@@ -47,14 +51,14 @@ var (
 	}, []string{"revision"})
 	shadowActivations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mandate_bundle_shadow_activations_total",
-		Help: "Shadow bundle activations by result (success, or the step that failed: read, verify, compile, smoke).",
+		Help: "Shadow bundle activations by result (success, or the step that failed: read, verify, model, compile, smoke, state, persist).",
 	}, []string{"result"})
 )
 
 func init() {
 	metrics.Registry.MustRegister(activeRevision, activations, shadowRevision, shadowActivations)
 	// Every result starts at 0, so rate() sees the first failure.
-	for _, r := range []string{"success", StepRead, StepVerify, StepCompile, StepSmoke, StepState, StepPersist} {
+	for _, r := range []string{"success", StepRead, StepVerify, StepModel, StepCompile, StepSmoke, StepState, StepPersist} {
 		activations.WithLabelValues(r)
 	}
 }
@@ -107,8 +111,8 @@ type Status struct {
 	// failed (empty when it succeeded).
 	LastAttempt time.Time `json:"lastAttempt"`
 	LastError   string    `json:"lastError,omitempty"`
-	// LastStep is the step that failed (read, verify, compile, smoke,
-	// persist) when LastError is set.
+	// LastStep is the step that failed (read, verify, model, compile,
+	// smoke, state, persist) when LastError is set.
 	LastStep string `json:"lastStep,omitempty"`
 	// Source names what was last tried (a path or URL).
 	Source string `json:"source,omitempty"`
@@ -128,8 +132,9 @@ func (e *ActivationError) Error() string {
 func (e *ActivationError) Unwrap() error { return e.Err }
 
 // Activator holds the evaluator that decides and swaps in new revisions
-// atomically: a bundle is read, verified, compiled and smoke-tested off the
-// request path, and only then replaces the active one. A bundle failing
+// atomically: a bundle is read, verified, its authority model checked, and
+// it is compiled and smoke-tested off the request path, and only then
+// replaces the active one. A bundle failing
 // any step leaves the last good one serving. Safe for concurrent use.
 type Activator struct {
 	opts    ActivatorOptions
@@ -245,8 +250,8 @@ func loadStep(err error) string {
 	return StepRead
 }
 
-// ActivatePolicy compiles, smoke-tests and activates an already loaded
-// policy (e.g. a directory's).
+// ActivatePolicy checks the model of, compiles, smoke-tests and activates
+// an already loaded policy (e.g. a directory's).
 func (a *Activator) ActivatePolicy(ctx context.Context, p *evaluator.Policy) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -254,6 +259,9 @@ func (a *Activator) ActivatePolicy(ctx context.Context, p *evaluator.Policy) err
 }
 
 func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source string) error {
+	if err := modelcheck.Validate(p.Data); err != nil {
+		return a.fail(source, StepModel, err)
+	}
 	ev, err := evaluator.New(ctx, p, a.opts.Evaluator)
 	if err != nil {
 		return a.fail(source, StepCompile, err)

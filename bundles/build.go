@@ -3,6 +3,7 @@ package bundles
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
+
+	"github.com/mandate-dev/mandate/modelcheck"
 )
 
 // RegoVersion is the rego_version every Mandate bundle declares.
@@ -20,8 +23,9 @@ type BuildOptions struct {
 	// Revision is the manifest revision. When empty it is the Git commit of
 	// the directory, with "-dirty" when the tree has changes under it.
 	Revision string
-	// Test runs the directory's Rego tests first and refuses to build when
-	// any fails (ErrTestsFailed).
+	// Test checks the directory's authority model (package modelcheck) and
+	// runs its Rego tests, and refuses to build when either fails: the
+	// error wraps modelcheck.ErrInvalidModel, ErrTestsFailed or both.
 	Test bool
 	// Roots are the manifest roots; [DefaultRoot] when empty.
 	Roots []string
@@ -50,11 +54,6 @@ func Build(ctx context.Context, dir string, opts BuildOptions) (*bundle.Bundle, 
 		}
 		source = "git"
 	}
-	if opts.Test {
-		if err := RunTests(ctx, dir); err != nil {
-			return nil, err
-		}
-	}
 	if len(opts.Roots) == 0 {
 		opts.Roots = []string{DefaultRoot}
 	}
@@ -69,6 +68,20 @@ func Build(ctx context.Context, dir string, opts BuildOptions) (*bundle.Bundle, 
 	}
 	if len(b.Modules) == 0 {
 		return nil, fmt.Errorf("unable to build bundle from %q: no Rego modules found", dir)
+	}
+	if opts.Test {
+		// Both, so one run reports the model's problems by JSON path and
+		// every failing test.
+		var errs []error
+		if err := modelcheck.Validate(b.Data); err != nil {
+			errs = append(errs, fmt.Errorf("unable to build bundle from %q: %w", dir, err))
+		}
+		if err := RunTests(ctx, dir); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
 	}
 	roots := append([]string(nil), opts.Roots...)
 	metadata := map[string]any{}

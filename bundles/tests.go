@@ -11,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/modelcheck"
 )
 
 // ErrTestsFailed is returned by RunTests (and Build with Test) when any Rego
@@ -56,9 +57,10 @@ func (e *TestsFailedError) Error() string {
 func (e *TestsFailedError) Unwrap() error { return ErrTestsFailed }
 
 // RunTests runs the Rego tests of dir with OPA's tester, Mandate's builtins
-// registered, and returns a *TestsFailedError when any fails.
+// (and the model checker's, for tests) registered, and returns a *TestsFailedError when any fails.
 func RunTests(ctx context.Context, dir string) error {
 	evaluator.RegisterTestBuiltins()
+	modelcheck.RegisterTestBuiltin()
 	modules, store, err := tester.LoadWithRegoVersion([]string{dir}, nil, ast.RegoV1)
 	if err != nil {
 		return fmt.Errorf("unable to load the tests of %q: %w", dir, err)

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// maxDepth bounds walks up the hierarchy, so a cycle in bad data cannot hang.
-const maxDepth = 16
+// maxDepth bounds walks up the hierarchy, so a cycle in bad data cannot hang:
+// the model's one hierarchy limit (a checked model is never deeper).
+const maxDepth = model.MaxDepth
 
 // Usage is the GPUs of one resource a tenant uses.
 type Usage struct {

@@ -12,6 +12,13 @@ import (
 	"github.com/mandate-dev/mandate/topology"
 )
 
+// MaxDepth is how deep the tenant hierarchy may be: a tenant and at most
+// MaxDepth-1 ancestors. It is the one limit of every walk up the hierarchy:
+// the Rego chain (mandate.lib.chain, written out to this many tenants), the
+// quota ledger's roll-ups, and the model checker, which rejects a deeper
+// hierarchy before any of them sees it.
+const MaxDepth = 6
+
 // Model is the part of the authority model (data.mandate.model) the Go side
 // needs outside Rego: topology levels for the cluster model, and the tenant
 // hierarchy and tiers for the quota ledger.

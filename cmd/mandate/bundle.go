@@ -11,10 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/modelcheck"
 )
 
-// Exit codes of `mandate bundle`: 1 when verification or the Rego tests
-// fail, 2 on bad input (flags, unreadable files, keys).
+// Exit codes of `mandate bundle`: 1 when verification, the model check or
+// the Rego tests fail, 2 on bad input (flags, unreadable files, keys).
 const (
 	exitBundleFailed = 1
 	exitBundleBadArg = 2
@@ -40,7 +41,7 @@ func bundleExit(err error) error {
 		return nil
 	}
 	code := exitBundleBadArg
-	if errors.Is(err, bundles.ErrTestsFailed) || errors.Is(err, bundles.ErrUnsigned) ||
+	if errors.Is(err, bundles.ErrTestsFailed) || errors.Is(err, modelcheck.ErrInvalidModel) || errors.Is(err, bundles.ErrUnsigned) ||
 		errors.Is(err, bundles.ErrVerification) || errors.Is(err, bundles.ErrInvalidBundle) {
 		code = exitBundleFailed
 	}
@@ -58,10 +59,12 @@ func newBundleBuildCommand() *cobra.Command {
 		Long: `Build an OPA bundle from DIR (e.g. policies/): its .rego files less the
 *_test.rego suites, and its data.json / data.yaml files, under the root
 "mandate". The revision defaults to the Git commit of DIR, with "-dirty" when
-git status shows changes under DIR. With --test, DIR's Rego tests run first
-(Mandate's builtins registered) and the build is refused when any fails.
+git status shows changes under DIR. With --test, DIR's authority model is
+checked (as mandate model check does) and DIR's Rego tests run (Mandate's
+builtins registered) first, and the build is refused when the model has a
+problem or any test fails.
 
-Exit status: 0 on success, 1 when tests fail, 2 on bad input.`,
+Exit status: 0 on success, 1 when the model check or tests fail, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := bundles.Build(cmd.Context(), args[0], opts)
@@ -78,7 +81,7 @@ Exit status: 0 on success, 1 when tests fail, 2 on bad input.`,
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "bundle.tar.gz", "set the output filename")
 	f.StringVarP(&opts.Revision, "revision", "r", "", "set output bundle revision (default: the Git commit of DIR, -dirty when changed)")
-	f.BoolVar(&opts.Test, "test", false, "run DIR's Rego tests first and refuse to build when any fails")
+	f.BoolVar(&opts.Test, "test", false, "check DIR's model and run its Rego tests first; refuse to build when either fails")
 	return cmd
 }
 

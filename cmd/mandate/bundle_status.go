@@ -35,7 +35,7 @@ func newBundleStatusCommand() *cobra.Command {
 		Long: `Ask a running mandate serve, on its metrics address, which policy bundle
 revision is active (and the shadow one, if any), where it came from, when it
 was activated, and how the last attempt went: the step that rejected a bundle
-(read, verify, compile, smoke, state, persist) and why.
+(read, verify, model, compile, smoke, state, persist) and why.
 
 Exits 1 when the last attempt failed or nothing is active, 2 when the server
 cannot be asked.`,

@@ -9,19 +9,22 @@ import (
 
 	"github.com/mandate-dev/mandate/buildinfo"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/modelcheck"
 )
 
 // newOPACommand is OPA's own CLI with Mandate's builtins registered, so that
-// `mandate opa test`, `check`, `fmt`, `eval` and `capabilities` know them.
-// Its version command prints Mandate's build first, and OPA's "Build
-// Commit" is Mandate's: the OPA inside is built from Mandate's commit.
+// `mandate opa test`, `check`, `fmt`, `eval` and `capabilities` know them:
+// mandate.placement, and for policy tests mandate.model_problems. Its
+// version command prints Mandate's build first, and OPA's "Build Commit"
+// is Mandate's: the OPA inside is built from Mandate's commit.
 func newOPACommand() *cobra.Command {
 	evaluator.RegisterTestBuiltins()
+	modelcheck.RegisterTestBuiltin()
 	info := buildinfo.Get()
 	opaversion.Vcs, opaversion.Timestamp = info.Commit, info.BuildDate
 	cmd := &cobra.Command{
 		Use:   "opa",
-		Short: "OPA's CLI with Mandate's builtins (mandate.placement) registered",
+		Short: "OPA's CLI with Mandate's builtins (mandate.placement, mandate.model_problems) registered",
 	}
 	cmd = opacmd.Command(cmd, "Mandate OPA")
 	cmd.DisableFlagParsing = false

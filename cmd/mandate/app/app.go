@@ -37,6 +37,7 @@ import (
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
+	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/webhook"
@@ -209,6 +210,9 @@ func (s *Server) policy(ctx context.Context, c config.Serve) (bundles.Source, er
 	if c.Bundle.Source == "" {
 		p, err := loadPolicy(c.Policies)
 		if err != nil {
+			return nil, fmt.Errorf("policies: %w", err)
+		}
+		if err := modelcheck.Validate(p.Data); err != nil {
 			return nil, fmt.Errorf("policies: %w", err)
 		}
 		ev, err := evaluator.New(ctx, p, evalOpts)

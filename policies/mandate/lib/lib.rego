@@ -20,8 +20,11 @@ tenant := input.namespace.labels["mandate.dev/tenant"]
 
 tenant_known if model.tenants[tenant]
 
-# The tenant and its ancestors, nearest first. Hierarchies up to six deep.
-# One comprehension walks the parents (a tenant without one has parent "").
+# The tenant and its ancestors, nearest first. Hierarchies up to six deep:
+# the model's one depth limit (MaxDepth of the Go package model), which the
+# model checker enforces before a model is trusted; a Go test ties this walk
+# to it. One comprehension walks the parents (a tenant without one has
+# parent "").
 chain := [t |
 	a1 := object.get(model.tenants, [tenant, "parent"], "")
 	a2 := object.get(model.tenants, [a1, "parent"], "")

@@ -1,15 +1,14 @@
 # METADATA
 # description: |
 #   Tests of the shipped authority data itself, the example organisation
-#   Helix Labs in data.json: that it is consistent (every name it uses is
-#   defined, every enforcement entry is an action) and that its tenants
-#   decide as the example expects. The rules' logic is tested elsewhere
-#   against the fixture model in mandate.testing; an organisation that
-#   replaces data.json replaces this file with tests of its own.
+#   Helix Labs in data.json: that its tenants decide as the example
+#   expects (check_test.rego, beside it, checks that the data is
+#   consistent). The rules' logic is tested elsewhere against the fixture
+#   model in mandate.testing; an organisation that replaces data.json
+#   replaces this file with tests of its own.
 package mandate.model_test
 
 import data.mandate
-import data.mandate.enforcement
 import data.mandate.model
 import data.mandate.testing
 
@@ -21,137 +20,9 @@ _decide(tenant, overrides) := d if {
 		with data.mandate.cluster as _cluster
 }
 
-# Consistency. Each check is a rule over the data, tested as shipped and
-# against a broken copy, so a typo fails CI (and `mandate bundle build
-# --test`) before it ships.
-
-# The authority data names only known enforcement actions.
-_enforcement_known if {
-	every key, a in model.enforcement {
-		is_string(key)
-		a in enforcement.actions
-	}
-}
-
-test_enforcement_names_only_known_actions if {
-	_enforcement_known
-}
-
-test_enforcement_check_catches_a_typo if {
-	not _enforcement_known with data.mandate.model.enforcement as {"quota": "dryrun", "topology": "denny"}
-}
-
-# Every parent is a tenant, and no chain is deeper than the six tenants
-# mandate.lib walks.
-_hierarchy_ok if {
-	every name, t in model.tenants {
-		_parent_known(t.parent)
-		_depth(name) <= 6
-	}
-}
-
-_parent_known("")
-
-_parent_known(p) if model.tenants[p]
-
-_depth(name) := count([a |
-	a1 := object.get(model.tenants, [name, "parent"], "")
-	a2 := object.get(model.tenants, [a1, "parent"], "")
-	a3 := object.get(model.tenants, [a2, "parent"], "")
-	a4 := object.get(model.tenants, [a3, "parent"], "")
-	a5 := object.get(model.tenants, [a4, "parent"], "")
-	a6 := object.get(model.tenants, [a5, "parent"], "")
-	some a in [name, a1, a2, a3, a4, a5, a6]
-	a != ""
-])
-
-test_hierarchy_is_sound if {
-	_hierarchy_ok
-}
-
-test_hierarchy_check_catches_an_unknown_parent if {
-	not _hierarchy_ok with data.mandate.model.tenants.platform.parent as "helics"
-}
-
-test_hierarchy_check_catches_a_chain_too_deep if {
-	deep := {
-		"t1": {"parent": ""}, "t2": {"parent": "t1"}, "t3": {"parent": "t2"}, "t4": {"parent": "t3"},
-		"t5": {"parent": "t4"}, "t6": {"parent": "t5"}, "t7": {"parent": "t6"},
-	}
-	not _hierarchy_ok with data.mandate.model.tenants as deep
-	_hierarchy_ok with data.mandate.model.tenants as object.remove(deep, ["t7"])
-}
-
-# Every priority class the data names (tenants' lists, workload-class
-# defaults, who may preempt whom) is a tier.
-_classes_known if {
-	every t in model.tenants {
-		every c in object.get(t, "priorityClasses", []) {
-			model.priorities[c]
-		}
-	}
-	every c in model.classDefaults {
-		model.priorities[c]
-	}
-	every c, victims in model.preemption.mayPreempt {
-		model.priorities[c]
-		every v in victims {
-			model.priorities[v]
-		}
-	}
-}
-
-test_priority_classes_are_tiers if {
-	_classes_known
-}
-
-test_priority_class_check_catches_unknown_classes if {
-	not _classes_known with data.mandate.model.tenants.platform.priorityClasses as ["build", "bulid-preemptible"]
-	not _classes_known with data.mandate.model.classDefaults.batch as "batch"
-	not _classes_known with data.mandate.model.preemption.mayPreempt.build as ["trian"]
-}
-
-# Every quota guarantees no more than its ceiling.
-_quotas_ok if {
-	every t in model.tenants {
-		every q in object.get(t, "quota", {}) {
-			q.guaranteed <= q.ceiling
-		}
-	}
-}
-
-test_quotas_guarantee_within_ceiling if {
-	_quotas_ok
-}
-
-test_quota_check_catches_a_guarantee_above_ceiling if {
-	not _quotas_ok with data.mandate.model.tenants.platform.quota as {"nvidia.com/gpu": {"guaranteed": 24, "ceiling": 16}}
-}
-
-# The topology rules name levels of the topology, and a rule without
-# maxGPUs comes last.
-_topology_ok if {
-	names := {l.name | some l in model.topology.levels}
-	last := count(model.topology.rules) - 1
-	every i, r in model.topology.rules {
-		r.required in names
-		object.get(r, "preferred", r.required) in names
-		_bounded_or_last(r, i, last)
-	}
-}
-
-_bounded_or_last(r, _, _) if is_number(r.maxGPUs)
-
-_bounded_or_last(_, i, i)
-
-test_topology_rules_name_levels if {
-	_topology_ok
-}
-
-test_topology_check_catches_an_unknown_level if {
-	not _topology_ok with data.mandate.model.topology.rules as [{"maxGPUs": 8, "required": "rack"}, {"required": "zone"}]
-	not _topology_ok with data.mandate.model.topology.rules as [{"required": "zone"}, {"maxGPUs": 8, "required": "node"}]
-}
+# Consistency: the checks of the data itself (every name it uses is
+# defined, guarantees within ceilings, no cycles, …) are in check_test.rego
+# beside this file, which holds for any organisation's data.
 
 # The example's decisions, with the fixture cluster.
 

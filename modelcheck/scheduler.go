@@ -1,0 +1,67 @@
+package modelcheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Schedulers are the schedulers a tenant may name: those package scheduler
+// has an adapter for (a test keeps the two lists one), "default" being the
+// Kubernetes default scheduler.
+var Schedulers = []string{"volcano", "kai", "default"}
+
+// defaultScheduler runs the work of a tenant whose chain names none.
+const defaultScheduler = "default"
+
+// checkSchedulers: every scheduler a tenant names has an adapter, and no
+// two tenants on one scheduler share a queue, as mandate.directives names
+// them (the tenant's queue, else its name; the nearest scheduler of its
+// chain, else the default).
+func checkSchedulers(d *document, r *reporter) {
+	for _, name := range d.tenantNames() {
+		if s := d.Tenants[name].Scheduler; s != "" && !slices.Contains(Schedulers, s) {
+			r.add(path("tenants", name, "scheduler"), "unknown scheduler %q: known schedulers are %s", s, knownSchedulers())
+		}
+	}
+	owner := map[string]string{} // scheduler/queue → tenant
+	for _, name := range d.tenantNames() {
+		t := d.Tenants[name]
+		q := t.Queue
+		if q == "" {
+			q = name
+		}
+		s := d.schedulerOf(name)
+		k := s + "/" + q
+		if first, ok := owner[k]; ok {
+			at := path("tenants", name, "queue")
+			if t.Queue == "" {
+				at = path("tenants", name)
+			}
+			r.add(at, "tenant %s's work goes to %s queue %q, which is tenant %s's queue too: each tenant needs a queue of its own, or the scheduler gives two tenants one quota",
+				name, s, q, first)
+			continue
+		}
+		owner[k] = name
+	}
+}
+
+// knownSchedulers lists Schedulers for a message: "volcano, kai and default".
+func knownSchedulers() string {
+	n := len(Schedulers)
+	if n == 1 {
+		return Schedulers[0]
+	}
+	return fmt.Sprintf("%s and %s", strings.Join(Schedulers[:n-1], ", "), Schedulers[n-1])
+}
+
+// schedulerOf is the scheduler of a tenant's work: the nearest one its
+// chain names, else the default.
+func (d *document) schedulerOf(name string) string {
+	for _, t := range d.chain(name) {
+		if s := d.Tenants[t].Scheduler; s != "" {
+			return s
+		}
+	}
+	return defaultScheduler
+}
