@@ -42,7 +42,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
-	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand())
+	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newSyncCommand())
 	return root
 }
 
