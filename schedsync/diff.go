@@ -56,6 +56,14 @@ func diffValues(path string, a, b any, out *[]string) {
 		}
 		return
 	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok && len(al) == len(bl) {
+		for i := range al {
+			diffValues(fmt.Sprintf("%s[%d]", path, i), al[i], bl[i], out)
+		}
+		return
+	}
 	if reflect.DeepEqual(normal(a), normal(b)) {
 		return
 	}

@@ -2,8 +2,10 @@ package schedsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -145,12 +147,10 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 	}
 	c.live = live
 	if !isMandates(live) {
-		c.Action = Foreign
-		c.Detail = "exists and is not labelled as Mandate's: left alone"
-		return c, nil
+		return s.planForeign(ctx, c, d, live), nil
 	}
 	after, err := s.apply(ctx, d.Unstructured, true)
-	if apierrors.IsInvalid(err) {
+	if immutable(err) {
 		c.Action = Recreate
 		c.Detail = "a field the API server does not let change differs: " + err.Error()
 		return c, nil
@@ -172,6 +172,30 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 		c.Action = Update
 	}
 	return c, nil
+}
+
+// planForeign compares an object that is not Mandate's with the model: it
+// is never written, and differs only where the model's fields do (its
+// labels aside), so a scheduler's own PriorityClass with the model's value
+// is no drift.
+func (s Syncer) planForeign(ctx context.Context, c Change, d Object, live *unstructured.Unstructured) Change {
+	c.Action = Foreign
+	c.Detail = "exists and is not labelled as Mandate's: left alone"
+	after, err := s.apply(ctx, d.Unstructured, true)
+	if err != nil {
+		c.Detail += "; " + err.Error()
+		return c
+	}
+	for _, f := range diffObjects(live, after) {
+		if !strings.HasPrefix(f, "metadata.") {
+			c.Fields = append(c.Fields, f)
+		}
+	}
+	if len(c.Fields) == 0 {
+		c.Action = Unchanged
+		c.Detail = "not Mandate's, but as the model wants it"
+	}
+	return c
 }
 
 func (s Syncer) planUnwanted(ctx context.Context, k Kind, live *unstructured.Unstructured, h *holdings) (Change, error) {
@@ -248,4 +272,24 @@ func changeFor(u *unstructured.Unstructured) Change {
 
 func objectKey(u *unstructured.Unstructured) string {
 	return u.GroupVersionKind().GroupKind().String() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// immutable reports whether an apply was refused only because it changes
+// a field the API server keeps immutable (a PriorityClass's value, a
+// Topology's levels, a LocalQueue's ClusterQueue): such an object is
+// recreated. Any other invalid object is an error, never a deletion.
+func immutable(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if !strings.Contains(c.Message, "immutable") && !strings.Contains(c.Message, "may not be changed") {
+			return false
+		}
+	}
+	return true
 }

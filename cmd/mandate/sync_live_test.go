@@ -149,6 +149,24 @@ func TestSyncLive(t *testing.T) {
 		assert.Equal(t, 0, code, out)
 	})
 
+	t.Run("a tier's new value recreates its PriorityClass, which Kubernetes keeps immutable", func(t *testing.T) {
+		revalued := editModel(t, example, func(m map[string]any) {
+			m["priorities"].(map[string]any)["train"].(map[string]any)["value"] = 55
+		})
+		code, out, errText := sync("--policies", revalued, "--check")
+		require.Equal(t, 1, code, errText)
+		assert.Regexp(t, `recreate +PriorityClass.scheduling.k8s.io +- +train +.*may not be changed`, out)
+		assert.Regexp(t, `update +WorkloadPriorityClass.kueue.x-k8s.io +- +train +value: 50 -> 55`, out)
+		code, _, errText = sync("--policies", revalued)
+		require.Equal(t, 0, code, errText)
+		pc := get(t, c, schedsync.PriorityClassKind.GVK, "", "train")
+		assert.EqualValues(t, 55, pc.Object["value"])
+		code, _, errText = sync()
+		require.Equal(t, 0, code, errText)
+		pc = get(t, c, schedsync.PriorityClassKind.GVK, "", "train")
+		assert.EqualValues(t, 50, pc.Object["value"])
+	})
+
 	t.Run("a removed tenant's queues close while they hold workloads and go when empty", func(t *testing.T) {
 		for _, w := range []map[string]any{
 			{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": map[string]any{"name": "pg", "namespace": "research-vision"},
@@ -221,21 +239,38 @@ func TestSyncLive(t *testing.T) {
 		foreign := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
 			"metadata": map[string]any{"name": "someone-elses"}, "spec": map[string]any{}}}
 		require.NoError(t, c.Create(ctx, foreign))
+		// The model's PriorityClass "build", replaced by one that is not
+		// Mandate's (as KAI ships its own): reported where it differs, and
+		// never written.
+		pc := get(t, c, schedsync.PriorityClassKind.GVK, "", "build")
+		require.NoError(t, c.Delete(ctx, pc))
+		theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+			"metadata": map[string]any{"name": "build"}, "value": int64(100), "description": "theirs"}}
+		require.NoError(t, c.Create(ctx, theirs))
 
 		code, out, _ := sync("--check")
 		require.Equal(t, 1, code, out)
 		assert.Regexp(t, `update +Queue.scheduling.volcano.sh +- +research-llm +spec.capability.nvidia.com/gpu: "999" -> "256"`, out)
 		assert.Regexp(t, `delete +Queue.scheduling.run.ai +- +stray `, out)
+		assert.Regexp(t, `foreign +PriorityClass.scheduling.k8s.io +- +build +description: "theirs" -> "Interactive builds.*not labelled as Mandate's`, out)
 		assert.NotContains(t, out, "someone-elses")
 		lines := strings.Count(strings.TrimSpace(out), "\n")
-		assert.Equal(t, 2, lines, "exactly the two differences: %s", out)
+		assert.Equal(t, 3, lines, "exactly the three differences: %s", out)
 		code, out, _ = sync("--check", "-o", "json")
 		require.Equal(t, 1, code)
 		var report struct{ Changes []schedsync.Change }
 		require.NoError(t, json.Unmarshal([]byte(out), &report))
-		assert.Len(t, report.Changes, 2)
+		assert.Len(t, report.Changes, 3)
 
 		code, _, errText := sync()
+		require.Equal(t, 0, code, errText)
+		pc = get(t, c, schedsync.PriorityClassKind.GVK, "", "build")
+		assert.Equal(t, "theirs", pc.Object["description"], "a PriorityClass that is not Mandate's is left alone")
+		assert.NotContains(t, pc.GetLabels(), schedsync.LabelManagedBy)
+		require.NoError(t, c.Delete(ctx, pc))
+		code, out, _ = sync("--check")
+		assert.Equal(t, 1, code, "the missing class is drift: %s", out)
+		code, _, errText = sync()
 		require.Equal(t, 0, code, errText)
 		code, out, _ = sync("--check")
 		assert.Equal(t, 0, code, out)
