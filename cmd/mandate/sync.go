@@ -30,7 +30,7 @@ type syncOptions struct {
 func newSyncCommand() *cobra.Command {
 	var o syncOptions
 	cmd := &cobra.Command{
-		Use:   "sync [--policies DIR | --bundle FILE] --kubeconfig FILE [--schedulers volcano,kai,kueue] [--dry-run] [--diff] [--check] [-o table|json]",
+		Use:   "sync [--policies DIR | --bundle FILE] [--kubeconfig FILE] [--schedulers volcano,kai,kueue] [--dry-run] [--diff] [--check] [-o table|json]",
 		Short: "Configure the schedulers from the authority model: priority classes, queues, topologies",
 		Long: `Render, from the authority model, the objects the admission directives name
 — PriorityClasses for the tiers; Volcano Queues and HyperNodes; KAI Queues and
@@ -58,14 +58,13 @@ a write fails, 2 on bad input.`,
 	f.StringVar(&o.bundle, "bundle", "", "bundle to take the model from (.tar.gz, as mandate bundle build writes)")
 	f.StringVar(&o.verificationKey, "bundle-verification-key", "", "PEM public key; when set, the bundle must be signed with it")
 	f.StringVar(&o.policies, "policies", "", "policy directory to take the model from (default: the embedded default authority model)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to configure")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to configure (default: $KUBECONFIG, or ~/.kube/config)")
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
 	f.StringSliceVar(&o.schedulers, "schedulers", nil, "schedulers to configure: "+strings.Join(schedsync.AllSchedulers, ",")+" (default: those the model's tenants use)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "server-side dry run: validate every write, change nothing")
 	f.BoolVar(&o.diff, "diff", false, "print what would change, change nothing")
 	f.BoolVar(&o.check, "check", false, "list every difference between model and cluster, change nothing; exit 1 when there is any")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
 
@@ -92,8 +91,9 @@ func runSync(ctx context.Context, out io.Writer, o syncOptions) error {
 	if _, err := schedsync.Render(spec, schedsync.Cluster{}, opts); err != nil {
 		return bad(err)
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}).ClientConfig()
 	if err != nil {
 		return bad(fmt.Errorf("unable to read kubeconfig %s: %w", o.kubeconfig, err))
