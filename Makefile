@@ -20,7 +20,7 @@ build: ## Build the mandate binary into bin/.
 	$(GO) build -o $(MANDATE) ./cmd/mandate
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager and helm into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager and helm, and copy the cert-manager and Kueue CRDs, into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test

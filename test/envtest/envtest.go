@@ -1,6 +1,7 @@
 // Package envtest starts a real kube-apiserver and etcd for Go tests, through
 // controller-runtime's envtest, with the upstream Volcano and KAI scheduler CRDs
-// installed so every object Mandate writes is checked against the real schemas.
+// installed (and, opt-in, Kueue's) so every object Mandate writes is checked against
+// the real schemas.
 // The binaries are the pinned ones built by hack/envtest-assets.sh into bin/k8s
 // (or those in $KUBEBUILDER_ASSETS when set); a test fails, never skips, when
 // they are missing.
