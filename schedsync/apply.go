@@ -47,6 +47,9 @@ func (s Syncer) Apply(ctx context.Context, p Plan, dryRun bool) error {
 	for _, c := range p.Changes {
 		switch c.Action {
 		case Create, Update, Close:
+			if c.Action == Create && dryRun {
+				continue // Plan dry-ran it already
+			}
 			if _, err := s.apply(ctx, c.desired.Unstructured, dryRun); err != nil {
 				return err
 			}

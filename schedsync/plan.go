@@ -133,11 +133,17 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		// A server-side dry run checks the object against the schemas now,
-		// so --dry-run and --check fail on what sync would fail on.
-		if _, err := s.apply(ctx, d.Unstructured, true); err != nil {
-			return c, err
-		}
+		// so --dry-run and --check fail on what sync would fail on. Other
+		// refusals are noted, not fatal: a scheduler's admission webhook
+		// may refuse a child queue whose parent is only planned (Volcano
+		// checks the parent exists); sync creates parents first.
 		c.Action = Create
+		if _, err := s.apply(ctx, d.Unstructured, true); err != nil {
+			if apierrors.IsInvalid(err) {
+				return c, err
+			}
+			c.Detail = "dry run refused (the objects before it are not created yet): " + err.Error()
+		}
 		return c, nil
 	case meta.IsNoMatchError(err):
 		return c, fmt.Errorf("unable to read %s %s: the API server does not serve it (are the scheduler's CRDs installed?): %w",

@@ -23,7 +23,7 @@ func WriteTable(w io.Writer, p Plan) error {
 			detail = strings.TrimPrefix(detail+"; "+c.Detail, "; ")
 		}
 		if c.Action == Create {
-			detail = "missing"
+			detail = strings.TrimSuffix("missing; "+c.Detail, "; ")
 		}
 		ns := c.Namespace
 		if ns == "" {
