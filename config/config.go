@@ -42,8 +42,31 @@ type Serve struct {
 	Bundle Bundle `json:"bundle" yaml:"bundle" mapstructure:"bundle"`
 	// DecisionLog configures the decision log (package decisionlog).
 	DecisionLog DecisionLog `json:"decisionLog" yaml:"decisionLog" mapstructure:"decisionLog"`
+	// Sync configures the schedulers from the model (package schedsync).
+	Sync Sync `json:"sync" yaml:"sync" mapstructure:"sync"`
 	// Certs says where the serving certificate comes from.
 	Certs Certs `json:"certs" yaml:"certs" mapstructure:"certs"`
+}
+
+// Modes of sync.mode.
+const (
+	// SyncApply corrects the schedulers' configuration to the model.
+	SyncApply = "apply"
+	// SyncReport only reports where it differs.
+	SyncReport = "report"
+)
+
+// Sync configures the reconciliation of the schedulers' configuration
+// (queues, priority classes, topologies) with the active model.
+type Sync struct {
+	// Enabled runs it, on the leader.
+	Enabled bool `json:"enabled" yaml:"enabled" mapstructure:"enabled"`
+	// Interval is how often it runs (and on each bundle activation).
+	Interval time.Duration `json:"interval" yaml:"interval" mapstructure:"interval"`
+	// Mode is SyncApply or SyncReport.
+	Mode string `json:"mode" yaml:"mode" mapstructure:"mode"`
+	// Schedulers to configure; nil: those the model's tenants use.
+	Schedulers []string `json:"schedulers" yaml:"schedulers" mapstructure:"schedulers"`
 }
 
 // DecisionLog configures the decision log: one JSON line per decision on

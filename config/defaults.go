@@ -19,6 +19,9 @@ const (
 	DefaultEvaluationTimeout = 500 * time.Millisecond
 	// DefaultBundleInterval is how often the bundle source is polled.
 	DefaultBundleInterval = 30 * time.Second
+	// DefaultSyncInterval is how often the schedulers' configuration is
+	// reconciled with the model.
+	DefaultSyncInterval = 5 * time.Minute
 	// WebhookConfigurationName names Mandate's mutating and validating
 	// webhook configurations.
 	WebhookConfigurationName = "mandate"

@@ -89,6 +89,7 @@ func (s Serve) Validate() error {
 	if r := s.DecisionLog.SampleRate; !(r >= 0 && r <= 1) {
 		errs = append(errs, fieldErr("decisionLog.sampleRate", "%v is out of range (0-1: the fraction of clean allowed decisions logged)", r))
 	}
+	errs = append(errs, s.Sync.validate()...)
 	errs = append(errs, s.Certs.validate(s.Namespace, s.Webhook.CertDir)...)
 	return errors.Join(errs...)
 }
@@ -209,4 +210,21 @@ func validateAddr(key, addr string) error {
 		return fieldErr(key, "%q has no valid port (host:port with a port 0-65535, or \"0\" to disable)", addr)
 	}
 	return nil
+}
+
+// validate checks the scheduler sync settings.
+func (y Sync) validate() []error {
+	var errs []error
+	if y.Interval < 10*time.Second || y.Interval > 24*time.Hour {
+		errs = append(errs, fieldErr("sync.interval", "%s is out of range (10s-24h)", y.Interval))
+	}
+	if y.Mode != SyncApply && y.Mode != SyncReport {
+		errs = append(errs, fieldErr("sync.mode", "%q is not a mode (\"apply\" or \"report\")", y.Mode))
+	}
+	for _, s := range y.Schedulers {
+		if s != "volcano" && s != "kai" && s != "kueue" {
+			errs = append(errs, fieldErr("sync.schedulers", "%q is not a scheduler sync configures (volcano, kai, kueue)", s))
+		}
+	}
+	return errs
 }

@@ -61,6 +61,7 @@ type Evaluator struct {
 	override  string
 	revision  string
 	model     model.Model
+	data      map[string]any
 }
 
 // New compiles the policy and prepares the decision query.
@@ -98,7 +99,7 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	default:
 		return nil, fmt.Errorf("enforcement override %q: want %q, %q or none", opts.EnforcementOverride, EnforceDryRun, EnforceWarn)
 	}
-	e := &Evaluator{timeout: opts.Timeout, override: opts.EnforcementOverride, revision: p.Revision, model: m}
+	e := &Evaluator{timeout: opts.Timeout, override: opts.EnforcementOverride, revision: p.Revision, model: m, data: p.Data}
 	if e.query, err = prepare(opts.Query); err != nil {
 		return nil, err
 	}
@@ -118,6 +119,11 @@ func (e *Evaluator) Revision() string { return e.revision }
 
 // Model is the Go-side view of the authority model.
 func (e *Evaluator) Model() model.Model { return e.model }
+
+// Data is the policy's data document (the authority model among it), for
+// readers of parts Model does not carry, such as the scheduler sync. It is
+// shared: callers must not modify it.
+func (e *Evaluator) Data() map[string]any { return e.data }
 
 // Decide evaluates the authority model for one workload.
 func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {

@@ -6,7 +6,8 @@
 #   etcd                     from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
 #   helm                     from hack/tools/helm  (helm.sh/helm/v3)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
-# module into crds/cert-manager/.
+# module into crds/cert-manager/, and Kueue's out of sigs.k8s.io/kueue into
+# crds/kueue/.
 #
 # Everything comes from the Go module proxy; the versions are pinned by the
 # go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
@@ -20,12 +21,15 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|etcd|helm|cert-manager-crds ...]
+#          [kube-apiserver|kube-controller-manager|etcd|helm|cert-manager-crds|kueue-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
 # verifies the module against the checksum database.
 CERT_MANAGER_VERSION=v1.21.2
+# The Kueue whose CRDs `mandate sync` writes against (served at this exact
+# version only).
+KUEUE_VERSION=v0.19.2
 
 # Bump to force every asset to rebuild after changing how they are built.
 ASSETS_FORMAT=1
@@ -39,7 +43,7 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | etcd | helm | cert-manager-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | etcd | helm | cert-manager-crds | kueue-crds) assets+=("$arg") ;;
 	-h | --help)
 		sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -51,7 +55,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager etcd helm cert-manager-crds)
+	assets=(kube-apiserver kube-controller-manager etcd helm cert-manager-crds kueue-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -173,33 +177,36 @@ build_helm() {
 	write_stamp helm "$stamp"
 }
 
-copy_cert_manager_crds() {
-	local dest="$out_dir/crds/cert-manager"
-	local stamp="cert-manager-crds $CERT_MANAGER_VERSION format=$ASSETS_FORMAT"
-	if up_to_date cert-manager-crds "$stamp" "$dest"; then
-		log "cert-manager CRDs $CERT_MANAGER_VERSION are up to date"
+# copy_module_crds <asset> <module> <version> <folder in the module> <dest>:
+# copies the *.yaml files of a folder of a Go module (downloaded from the
+# proxy and verified against the checksum database) into <dest>.
+copy_module_crds() {
+	local name=$1 module=$2 version=$3 sub=$4 dest=$5
+	local stamp="$name $version format=$ASSETS_FORMAT"
+	if up_to_date "$name" "$stamp" "$dest"; then
+		log "$module $version CRDs are up to date"
 		return
 	fi
-	log "copying cert-manager $CERT_MANAGER_VERSION CRDs from the module cache ..."
+	log "copying $module $version CRDs from the module cache ..."
 	local tmp json dir
 	tmp=$(mktemp -d)
 	# Outside any module, so the download touches no go.mod.
-	if ! json=$(cd "$tmp" && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION"); then
+	if ! json=$(cd "$tmp" && go mod download -json "$module@$version"); then
 		rmdir "$tmp"
 		printf '%s\n' "$json" >&2
-		die "unable to download github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION"
+		die "unable to download $module@$version"
 	fi
 	rmdir "$tmp"
 	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-	[ -n "$dir" ] && [ -d "$dir/deploy/crds" ] ||
-		die "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION has no deploy/crds"
+	[ -n "$dir" ] && [ -d "$dir/$sub" ] ||
+		die "$module@$version has no $sub"
 	rm -rf "$dest.tmp" "$dest"
 	mkdir -p "$dest.tmp"
-	cp "$dir"/deploy/crds/*.yaml "$dest.tmp/"
+	cp "$dir/$sub"/*.yaml "$dest.tmp/"
 	chmod -R u+w "$dest.tmp" # the module cache is read-only
 	mv "$dest.tmp" "$dest"
 	log "copied $(ls "$dest" | wc -l | tr -d ' ') CRDs to $dest"
-	write_stamp cert-manager-crds "$stamp"
+	write_stamp "$name" "$stamp"
 }
 
 mkdir -p "$out_dir"
@@ -209,7 +216,14 @@ for asset in "${assets[@]}"; do
 	kube-apiserver | kube-controller-manager) build_kubernetes "$asset" ;;
 	etcd) build_etcd ;;
 	helm) build_helm ;;
-	cert-manager-crds) copy_cert_manager_crds ;;
+	cert-manager-crds)
+		copy_module_crds cert-manager-crds github.com/cert-manager/cert-manager "$CERT_MANAGER_VERSION" \
+			deploy/crds "$out_dir/crds/cert-manager"
+		;;
+	kueue-crds)
+		copy_module_crds kueue-crds sigs.k8s.io/kueue "$KUEUE_VERSION" \
+			config/components/crd/bases "$out_dir/crds/kueue"
+		;;
 	esac
 done
 log "assets ready in $out_dir ($((SECONDS - total_start))s)"

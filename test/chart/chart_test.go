@@ -69,6 +69,10 @@ var nonDefault = []string{
 	"--set", "webhook.failurePolicy=Ignore",
 	"--set", "webhook.timeoutSeconds=10",
 	"--set", "grafana.dashboard.enabled=true",
+	"--set", "sync.enabled=true",
+	"--set", "sync.mode=report",
+	"--set", "sync.interval=2m",
+	"--set", "sync.schedulers={volcano,kueue}",
 }
 
 // caBundle is base64 of a (placeholder) PEM block; the API server only

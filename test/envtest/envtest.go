@@ -1,6 +1,7 @@
 // Package envtest starts a real kube-apiserver and etcd for Go tests, through
 // controller-runtime's envtest, with the upstream Volcano and KAI scheduler CRDs
-// installed so every object Mandate writes is checked against the real schemas.
+// installed (and, opt-in, Kueue's) so every object Mandate writes is checked against
+// the real schemas.
 // The binaries are the pinned ones built by hack/envtest-assets.sh into bin/k8s
 // (or those in $KUBEBUILDER_ASSETS when set); a test fails, never skips, when
 // they are missing.
@@ -42,6 +43,7 @@ const (
 
 	pyTorchJobCRD     = "test/envtest/testdata/crds/kubeflow.org_pytorchjobs.yaml"
 	certManagerCRDs   = assetsDir + "/crds/cert-manager"
+	kueueCRDs         = assetsDir + "/crds/kueue"
 	assetsInstruction = "run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root"
 
 	// defaultStartTimeout bounds etcd's and kube-apiserver's start, and
@@ -87,6 +89,7 @@ type options struct {
 	scheme        *runtime.Scheme
 	pyTorchJob    bool
 	certManager   bool
+	kueue         bool
 	crdPaths      []string
 	webhooks      *crenvtest.WebhookInstallOptions
 	apiServerArgs [][2]string
@@ -111,6 +114,13 @@ func WithPyTorchJobCRD() Option {
 // bin/k8s/crds/cert-manager by hack/envtest-assets.sh.
 func WithCertManagerCRDs() Option {
 	return func(o *options) { o.certManager = true }
+}
+
+// WithKueueCRDs also installs Kueue's CRDs (kueue.x-k8s.io), copied into
+// bin/k8s/crds/kueue by hack/envtest-assets.sh. Opt-in: eleven large CRDs
+// that only the scheduler-sync tests need.
+func WithKueueCRDs() Option {
+	return func(o *options) { o.kueue = true }
 }
 
 // WithCRDPaths also installs the CRDs in these files or directories

@@ -204,15 +204,13 @@ func listCRDFiles(root string, o options) ([]string, error) {
 		files = append(files, filepath.Join(root, pyTorchJobCRD))
 	}
 	if o.certManager {
-		dir := filepath.Join(root, certManagerCRDs)
-		entries, err := os.ReadDir(dir)
-		if err != nil || len(entries) == 0 {
-			return nil, fmt.Errorf("cert-manager CRDs not found in %s (%v); %s", dir, err, assetsInstruction)
+		if files, err = appendAssetCRDs(files, root, certManagerCRDs, "cert-manager"); err != nil {
+			return nil, err
 		}
-		for _, e := range entries {
-			if !e.IsDir() && isManifest(e.Name()) {
-				files = append(files, filepath.Join(dir, e.Name()))
-			}
+	}
+	if o.kueue {
+		if files, err = appendAssetCRDs(files, root, kueueCRDs, "Kueue"); err != nil {
+			return nil, err
 		}
 	}
 	for _, p := range o.crdPaths {
@@ -221,4 +219,21 @@ func listCRDFiles(root string, o options) ([]string, error) {
 		}
 	}
 	return append(files, o.crdPaths...), nil
+}
+
+// appendAssetCRDs appends the manifests of an assets folder (copied out of a
+// Go module by hack/envtest-assets.sh) to files; an empty or missing folder
+// is an error naming the command that fills it.
+func appendAssetCRDs(files []string, root, rel, what string) ([]string, error) {
+	dir := filepath.Join(root, rel)
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return nil, fmt.Errorf("%s CRDs not found in %s (%v); %s", what, dir, err, assetsInstruction)
+	}
+	for _, e := range entries {
+		if !e.IsDir() && isManifest(e.Name()) {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	return files, nil
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -158,7 +159,52 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err := gang.Setup(s.Manager); err != nil {
 		return nil, fmt.Errorf("unable to set up the gang controller: %w", err)
 	}
+	if err := s.schedulerSync(ctx, rc, c, scheme); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// schedulerSync adds, when sync.enabled, the reconciler that configures
+// the schedulers from the active model: elected among the replicas by a
+// Lease in Mandate's namespace (every replica runs it when none is set),
+// fed each newly activated revision's model.
+func (s *Server) schedulerSync(ctx context.Context, rc *rest.Config, c config.Serve, scheme *runtime.Scheme) error {
+	if !c.Sync.Enabled {
+		return nil
+	}
+	cl, err := client.New(rc, client.Options{Scheme: scheme, Mapper: s.Manager.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("unable to create the scheduler sync's client: %w", err)
+	}
+	rec := &schedsync.Reconciler{Syncer: schedsync.Syncer{Client: cl}, Interval: c.Sync.Interval,
+		ReportOnly: c.Sync.Mode == config.SyncReport}
+	if len(c.Sync.Schedulers) > 0 {
+		rec.Options.Schedulers = c.Sync.Schedulers
+	}
+	ev := s.Evaluator
+	if s.Activator != nil {
+		ev = s.Activator.Current()
+		s.Activator.OnActivate(func(ev *evaluator.Evaluator) error {
+			if err := s.State.SetModel(ev.Model()); err != nil {
+				return err
+			}
+			return rec.SetModel(ev.Data(), ev.Revision())
+		})
+	}
+	if err := rec.SetModel(ev.Data(), ev.Revision()); err != nil {
+		return err
+	}
+	var r manager.Runnable = rec
+	if c.Namespace != "" {
+		r = &schedsync.Elected{Reconciler: rec, Config: rc, Namespace: c.Namespace}
+	} else {
+		ctrl.LoggerFrom(ctx).Info("scheduler sync runs without leader election: no namespace configured for its Lease")
+	}
+	if err := s.Manager.Add(manager.RunnableFunc(r.Start)); err != nil {
+		return fmt.Errorf("unable to add the scheduler sync: %w", err)
+	}
+	return nil
 }
 
 // metricsOptions serve /metrics and the bundle status on c.MetricsAddr;

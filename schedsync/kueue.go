@@ -1,0 +1,199 @@
+package schedsync
+
+import (
+	"sort"
+)
+
+// anyProductFlavor is the ResourceFlavor of quota that names no GPU
+// product: it selects every GPU node by the label NVIDIA's GPU feature
+// discovery sets on them (a Kueue flavor with a topology needs a node label).
+const (
+	anyProductFlavor = "mandate-any-gpu"
+	gpuPresentLabel  = "nvidia.com/gpu.present"
+)
+
+// kueueObjects renders, for Kueue: a ResourceFlavor per GPU product the
+// quota names, a Cohort per tenant with children, a ClusterQueue per leaf
+// tenant, a LocalQueue in each of a leaf tenant's namespaces, a
+// WorkloadPriorityClass per tier and the Topology.
+func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
+	var out []Object
+	topologyName := ""
+	if s.Topology.Name != "" && len(s.Topology.Levels) > 0 {
+		topologyName = s.Topology.Name
+		t := newObject(KueueTopologyKind, "", topologyName, nil)
+		var levels []any
+		for _, l := range s.Topology.Levels {
+			levels = append(levels, map[string]any{"nodeLabel": l.NodeLabel})
+		}
+		t.Object["spec"] = map[string]any{"levels": levels}
+		out = append(out, t)
+	}
+
+	flavors := map[string]string{} // flavor name → product
+	quotas := map[string][]Quota{}
+	for _, name := range s.TenantNames() {
+		qs, err := s.Quotas(name)
+		if err != nil {
+			return nil, err
+		}
+		quotas[name] = qs
+		for _, q := range qs {
+			flavors[flavorName(q.Product)] = q.Product
+		}
+	}
+	for _, f := range sortedKeys(flavors) {
+		rf := newObject(ResourceFlavorKind, "", f, nil)
+		nodeLabels := map[string]any{gpuPresentLabel: "true"}
+		if p := flavors[f]; p != "" {
+			nodeLabels = map[string]any{o.ProductLabel: p}
+		}
+		spec := map[string]any{"nodeLabels": nodeLabels}
+		if topologyName != "" {
+			spec["topologyName"] = topologyName
+		}
+		rf.Object["spec"] = spec
+		out = append(out, rf)
+	}
+
+	for _, name := range s.TierNames() {
+		w := newObject(WorkloadPriorityKind, "", name, nil)
+		w.Object["value"] = int64(s.Priorities[name].Value)
+		if d := s.Priorities[name].Description; d != "" {
+			w.Object["description"] = d
+		}
+		out = append(out, w)
+	}
+
+	preemption := map[string]any{
+		"withinClusterQueue":  "Never",
+		"reclaimWithinCohort": "Never",
+	}
+	if s.anyTierPreempts() {
+		preemption["withinClusterQueue"] = "LowerPriority"
+	}
+	if s.overGuaranteeReclaimable() {
+		preemption["reclaimWithinCohort"] = "Any"
+	}
+	for _, name := range s.TenantNames() {
+		t := s.Tenants[name]
+		children := s.Children(name)
+		labels := map[string]string{LabelTenant: name}
+		if len(children) > 0 {
+			// An inner tenant is a Cohort: its children's guarantees plus
+			// its own unassigned part; what it may borrow above its
+			// guarantee from its parent is its borrowing limit.
+			own := map[string]Quota{}
+			for _, q := range quotas[name] {
+				own[q.Resource+"\x00"+q.Product] = q
+			}
+			for _, child := range children {
+				for _, q := range quotas[child] {
+					k := q.Resource + "\x00" + q.Product
+					if p, ok := own[k]; ok {
+						p.Guaranteed -= q.Guaranteed
+						own[k] = p
+					}
+				}
+			}
+			var qs []Quota
+			for _, q := range quotas[name] {
+				p := own[q.Resource+"\x00"+q.Product]
+				qs = append(qs, Quota{Resource: q.Resource, Product: q.Product,
+					Guaranteed: max(p.Guaranteed, 0), Ceiling: max(p.Guaranteed, 0) + (q.Ceiling - q.Guaranteed)})
+			}
+			co := newObject(CohortKind, "", s.QueueName(name), labels)
+			spec := map[string]any{}
+			if t.Parent != "" {
+				spec["parentName"] = s.QueueName(t.Parent)
+			}
+			if len(qs) > 0 {
+				spec["resourceGroups"] = resourceGroups(qs, t.Parent != "")
+			}
+			co.Object["spec"] = spec
+			out = append(out, co)
+			continue
+		}
+		cq := newObject(ClusterQueueKind, "", s.QueueName(name), labels)
+		spec := map[string]any{
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{LabelTenant: name}},
+			"preemption":        preemption,
+			"stopPolicy":        "None",
+		}
+		if t.Parent != "" {
+			spec["cohortName"] = s.QueueName(t.Parent)
+		}
+		if len(quotas[name]) > 0 {
+			spec["resourceGroups"] = resourceGroups(quotas[name], t.Parent != "")
+		}
+		cq.Object["spec"] = spec
+		out = append(out, cq)
+	}
+	for _, name := range s.TenantNames() {
+		if len(s.Children(name)) > 0 {
+			continue
+		}
+		namespaces := append([]string(nil), c.TenantNamespaces[name]...)
+		sort.Strings(namespaces)
+		for _, ns := range namespaces {
+			lq := newObject(LocalQueueKind, ns, s.QueueName(name), map[string]string{LabelTenant: name})
+			lq.Object["spec"] = map[string]any{"clusterQueue": s.QueueName(name), "stopPolicy": "None"}
+			out = append(out, lq)
+		}
+	}
+	return out, nil
+}
+
+// resourceGroups renders quota as one Kueue resource group: every resource
+// covered, one flavor per product, nominal = guarantee and, inside a cohort,
+// borrowing limit = ceiling − guarantee.
+func resourceGroups(qs []Quota, borrowing bool) []any {
+	resources := map[string]bool{}
+	byFlavor := map[string]map[string]Quota{}
+	for _, q := range qs {
+		resources[q.Resource] = true
+		f := flavorName(q.Product)
+		if byFlavor[f] == nil {
+			byFlavor[f] = map[string]Quota{}
+		}
+		byFlavor[f][q.Resource] = q
+	}
+	covered := sortedKeys(resources)
+	var flavors []any
+	for _, f := range sortedKeys(byFlavor) {
+		var rs []any
+		for _, r := range covered {
+			q := byFlavor[f][r]
+			entry := map[string]any{"name": r, "nominalQuota": quantity(q.Guaranteed)}
+			if borrowing {
+				entry["borrowingLimit"] = quantity(q.Ceiling - q.Guaranteed)
+			}
+			rs = append(rs, entry)
+		}
+		flavors = append(flavors, map[string]any{"name": f, "resources": rs})
+	}
+	cov := make([]any, len(covered))
+	for i, r := range covered {
+		cov[i] = r
+	}
+	return []any{map[string]any{"coveredResources": cov, "flavors": flavors}}
+}
+
+// flavorName is the ResourceFlavor of a GPU product ("" for any).
+func flavorName(product string) string {
+	if product == "" {
+		return anyProductFlavor
+	}
+	return "mandate-" + dnsLabel(product)
+}
+
+func quantity(n int64) any { return n }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,125 @@
+package schedsync
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Cluster is what rendering needs from the cluster besides the model: the
+// nodes' labels (HyperNodes are built from them) and the namespaces of each
+// tenant (LocalQueues go there).
+type Cluster struct {
+	// NodeLabels maps each node's name to its labels.
+	NodeLabels map[string]map[string]string
+	// TenantNamespaces maps a tenant to its namespaces (those labelled
+	// mandate.dev/tenant=<tenant>).
+	TenantNamespaces map[string][]string
+}
+
+// Options chooses what Render produces.
+type Options struct {
+	// Schedulers are the schedulers to configure; nil means those the
+	// model's tenants use (SchedulersOf).
+	Schedulers []string
+	// ProductLabel is the node label naming the GPU product (default
+	// nvidia.com/gpu.product).
+	ProductLabel string
+}
+
+// SchedulersOf lists the schedulers the model's tenants use that Sync can
+// configure, sorted.
+func SchedulersOf(s Spec) []string {
+	seen := map[string]bool{}
+	for name := range s.Tenants {
+		if sch := s.SchedulerOf(name); slices.Contains(AllSchedulers, sch) {
+			seen[sch] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for sch := range seen {
+		out = append(out, sch)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Render returns the objects the model wants, in creation order. Every
+// scheduler configured gets the whole tenant hierarchy, so that each
+// tenant's queue has its parents whichever scheduler its work goes to.
+func Render(s Spec, c Cluster, o Options) ([]Object, error) {
+	schedulers := o.Schedulers
+	if schedulers == nil {
+		schedulers = SchedulersOf(s)
+	}
+	for _, sch := range schedulers {
+		if !slices.Contains(AllSchedulers, sch) {
+			return nil, fmt.Errorf("unknown scheduler %q: Sync configures %v", sch, AllSchedulers)
+		}
+	}
+	if o.ProductLabel == "" {
+		o.ProductLabel = defaultProductLabel
+	}
+	out := priorityClasses(s)
+	for _, sch := range schedulers {
+		var objs []Object
+		var err error
+		switch sch {
+		case Volcano:
+			objs, err = volcanoObjects(s, c)
+		case KAI:
+			objs, err = kaiObjects(s)
+		case Kueue:
+			objs, err = kueueObjects(s, c, o)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("unable to render the %s configuration: %w", sch, err)
+		}
+		out = append(out, objs...)
+	}
+	sortObjects(out)
+	return out, nil
+}
+
+const defaultProductLabel = "nvidia.com/gpu.product"
+
+// sortObjects orders objects by kind (creation order) and keeps the order
+// Render gave within a kind (parents before children).
+func sortObjects(objs []Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		_, a := kindOf(objs[i].GroupVersionKind())
+		_, b := kindOf(objs[j].GroupVersionKind())
+		return a < b
+	})
+}
+
+// priorityClasses renders one PriorityClass per tier. Kubernetes can say
+// only whether a class preempts at all (preemptionPolicy), not which tiers
+// it may preempt nor whether it may be preempted.
+func priorityClasses(s Spec) []Object {
+	var out []Object
+	for _, name := range s.TierNames() {
+		t := s.Priorities[name]
+		o := newObject(PriorityClassKind, "", name, nil)
+		o.Object["value"] = int64(t.Value)
+		policy := "PreemptLowerPriority"
+		if len(s.Preemption.MayPreempt[name]) == 0 {
+			policy = "Never"
+		}
+		o.Object["preemptionPolicy"] = policy
+		if t.Description != "" {
+			o.Object["description"] = t.Description
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// resourceList renders per-resource amounts as a Kubernetes resource list.
+func resourceList(m map[string]int64) map[string]any {
+	out := make(map[string]any, len(m))
+	for r, n := range m {
+		out[r] = fmt.Sprint(n)
+	}
+	return out
+}
