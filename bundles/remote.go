@@ -132,13 +132,15 @@ func (s *HTTPSource) init() error {
 		WithSizeLimitBytes(MaxBundleBytes).
 		WithBundleParserOpts(ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if a := s.Activator; a != nil && a.opts.Verify != nil {
-		// OPA's reader refuses a signed bundle it cannot verify; Mandate
-		// verifies the archive again (key id included) before activating.
+		// OPA's reader refuses a signed bundle it cannot verify (so it needs
+		// the key); an unsigned one, or one naming another key id, it hands
+		// over for Mandate to reject with its own error, remembering the
+		// ETag. Mandate verifies every archive again before activating.
 		vc, err := a.opts.Verify.verificationConfig()
 		if err != nil {
 			return err
 		}
-		d = d.WithBundleVerificationConfig(vc)
+		d = d.WithBundleVerificationConfig(vc.WithOptionalSignature())
 	}
 	s.dl = d
 	return nil
@@ -201,7 +203,8 @@ func (s *HTTPSource) failed(err error) error {
 	switch {
 	case strings.Contains(msg, "verification key not provided"):
 		return s.Activator.reject(s.shown, StepVerify, fmt.Errorf("%w: %w (the bundle is signed: set bundle.verificationKey to verify it)", ErrVerification, s.redact(err)))
-	case strings.Contains(msg, "signature") || strings.Contains(msg, "verif") || strings.Contains(msg, "digest"):
+	case strings.Contains(msg, "signature") || strings.Contains(msg, "verif") || strings.Contains(msg, "digest") ||
+		strings.Contains(msg, "scope") || strings.Contains(msg, "jwt") || strings.Contains(msg, "key id"):
 		return s.Activator.reject(s.shown, StepVerify, fmt.Errorf("%w: %w", ErrVerification, s.redact(err)))
 	}
 	return s.Activator.reject(s.shown, StepRead, fmt.Errorf("%w: %w", ErrInvalidBundle, s.redact(err)))
