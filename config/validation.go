@@ -89,6 +89,12 @@ func (b Bundle) validate(policies string) []error {
 	if b.RequireSignature && b.VerificationKey == "" {
 		errs = append(errs, fieldErr("bundle.requireSignature", "is true but bundle.verificationKey is not set (a PEM public key file to verify signatures with)"))
 	}
+	if b.VerificationKeyID != "" && b.VerificationKey == "" {
+		errs = append(errs, fieldErr("bundle.verificationKeyId", "is set but bundle.verificationKey is not (the PEM public key the id names)"))
+	}
+	if b.Scope != "" && b.VerificationKey == "" {
+		errs = append(errs, fieldErr("bundle.scope", "is set but bundle.verificationKey is not (signatures carry the scope)"))
+	}
 	if b.Shadow.Source != "" {
 		errs = append(errs, validateSource("bundle.shadow.source", b.Shadow.Source)...)
 	}
