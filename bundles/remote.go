@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/download"
 	"github.com/open-policy-agent/opa/v1/logging"
 	"github.com/open-policy-agent/opa/v1/plugins"
@@ -25,9 +26,9 @@ import (
 )
 
 // urlSchemes are the URL schemes a bundle source may name.
-var urlSchemes = []string{"http://", "https://", "s3://"}
+var urlSchemes = []string{"http://", "https://", "s3://", "oci://"}
 
-// IsURL reports whether a bundle source is a URL (http, https or s3)
+// IsURL reports whether a bundle source is a URL (http, https, s3 or oci)
 // rather than a file or directory path.
 func IsURL(ref string) bool {
 	for _, scheme := range urlSchemes {
@@ -38,17 +39,19 @@ func IsURL(ref string) bool {
 	return false
 }
 
-// HTTPSource polls a bundle served over HTTP(S) or kept in an S3 bucket
-// through OPA's own bundle downloader (package download) and REST client
-// (package plugins/rest): If-None-Match with the last ETag, so a 304 is no
-// change and a 200 a new bundle to activate, and OPA's credential plugins
+// HTTPSource polls a bundle served over HTTP(S), kept in an S3 bucket or
+// pushed to an OCI registry, through OPA's own bundle downloaders (package
+// download) and REST client (package plugins/rest): If-None-Match with the
+// last ETag, so a 304 is no change and a 200 a new bundle to activate (for
+// OCI, the digest of the bundle layer), and OPA's credential plugins
 // (bearer, client TLS, OAuth2 client credentials, S3 SigV4, GCP metadata,
 // Azure managed identity) configured by Service. Mandate polls, backs off
 // after failures (up to MaxBackoff) and activates through its Activator
 // (verify → compile → state → smoke → swap) as for any other source; the
 // downloader only fetches.
 type HTTPSource struct {
-	// URL is an http(s):// URL or s3://bucket/key.
+	// URL is an http(s):// URL, s3://bucket/key or
+	// oci://registry/repository:tag.
 	URL string
 	// Interval between polls; DefaultPollInterval when zero.
 	Interval time.Duration
@@ -66,13 +69,16 @@ type HTTPSource struct {
 	// Service is one service of OPA's configuration (YAML or JSON), whose
 	// credentials, tls, headers and response_header_timeout_seconds are
 	// the client's. Its url is the endpoint of an s3:// source (path
-	// style: url/bucket/key; the bucket's AWS endpoint when unset); an
-	// http(s) URL names its server itself. An s3:// source without
-	// credentials signs with the AWS_* environment variables.
+	// style: url/bucket/key; the bucket's AWS endpoint when unset) or an
+	// oci:// one (https://registry when unset); an http(s) URL names its
+	// server itself. An s3:// source without credentials signs with the
+	// AWS_* environment variables.
 	Service   []byte
 	Activator *Activator
 
-	dl *download.Downloader
+	dl trigger
+	// oci is the OCI downloader, stopped (its local store removed) by Close.
+	oci *download.OCIDownloader
 	// shown is URL redacted; secrets are never shown.
 	shown   string
 	secrets []string
@@ -120,30 +126,58 @@ func (s *HTTPSource) init() error {
 	if _, err := plugin.NewClient(*client.Config()); err != nil {
 		return fmt.Errorf("bundle source %s: service client: %w", s.shown, s.redact(err))
 	}
-	trigger := plugins.TriggerManual
-	dc := download.Config{Trigger: &trigger}
+	mode := plugins.TriggerManual
+	dc := download.Config{Trigger: &mode}
 	if err := dc.ValidateAndInjectDefaults(); err != nil {
 		return fmt.Errorf("bundle source %s: %w", s.shown, err)
 	}
-	d := download.New(dc, client, path).
-		WithCallback(s.update).
-		// The raw archive is what Mandate verifies, activates and persists.
-		WithBundlePersistence(true).
-		WithSizeLimitBytes(MaxBundleBytes).
-		WithBundleParserOpts(ast.ParserOptions{RegoVersion: ast.RegoV1})
+	var vc *bundle.VerificationConfig
 	if a := s.Activator; a != nil && a.opts.Verify != nil {
 		// OPA's reader refuses a signed bundle it cannot verify (so it needs
 		// the key); an unsigned one, or one naming another key id, it hands
 		// over for Mandate to reject with its own error, remembering the
 		// ETag. Mandate verifies every archive again before activating.
-		vc, err := a.opts.Verify.verificationConfig()
-		if err != nil {
+		if vc, err = a.opts.Verify.verificationConfig(); err != nil {
 			return err
 		}
-		d = d.WithBundleVerificationConfig(vc.WithOptionalSignature())
+		vc = vc.WithOptionalSignature()
+	}
+	// The raw archive is what Mandate verifies, activates and persists.
+	parser := ast.ParserOptions{RegoVersion: ast.RegoV1}
+	if strings.HasPrefix(s.URL, "oci://") {
+		store, err := os.MkdirTemp("", "mandate-oci-")
+		if err != nil {
+			return fmt.Errorf("bundle source %s: %w", s.shown, err)
+		}
+		d := download.NewOCI(dc, client, path, store).WithCallback(s.update).WithBundlePersistence(true).
+			WithSizeLimitBytes(MaxBundleBytes).WithBundleParserOpts(parser)
+		if vc != nil {
+			d = d.WithBundleVerificationConfig(vc)
+		}
+		s.dl, s.oci = d, d
+		return nil
+	}
+	d := download.New(dc, client, path).WithCallback(s.update).WithBundlePersistence(true).
+		WithSizeLimitBytes(MaxBundleBytes).WithBundleParserOpts(parser)
+	if vc != nil {
+		d = d.WithBundleVerificationConfig(vc)
 	}
 	s.dl = d
 	return nil
+}
+
+// trigger is what Mandate needs of OPA's HTTP and OCI downloaders: one
+// download, in manual trigger mode.
+type trigger interface {
+	Trigger(ctx context.Context) error
+}
+
+// Close releases what the source holds: the local store of an OCI source.
+// Run closes the source when it returns.
+func (s *HTTPSource) Close() {
+	if s.oci != nil {
+		s.oci.Stop(context.Background())
+	}
 }
 
 // Poll fetches the bundle unless unchanged (304) and activates it. The
@@ -189,6 +223,10 @@ func (s *HTTPSource) failed(err error) error {
 	}
 	var herr download.HTTPError
 	switch {
+	case s.oci != nil && !strings.HasPrefix(err.Error(), "unexpected error "):
+		// The OCI downloader wraps its reader's errors so; every other is
+		// the registry's answer or the way there.
+		return fmt.Errorf("unable to fetch bundle %s: %w", s.shown, s.redact(err))
 	case errors.As(err, &herr):
 		return fmt.Errorf("unable to fetch bundle %s: %d %s", s.shown, herr.StatusCode, http.StatusText(herr.StatusCode))
 	case strings.HasPrefix(err.Error(), "request failed: "):
@@ -234,8 +272,10 @@ func (s *HTTPSource) update(_ context.Context, u download.Update) error {
 	return nil
 }
 
-// Run polls until ctx ends, backing off after failed requests.
+// Run polls until ctx ends, backing off after failed requests, then
+// closes the source.
 func (s *HTTPSource) Run(ctx context.Context) error {
+	defer s.Close()
 	return run(ctx, s.Activator, s.Poll, func(failures int) time.Duration {
 		return Backoff(interval(s.Interval), s.MaxBackoff, failures)
 	})
@@ -289,8 +329,8 @@ func serviceConfig(ref string, service []byte, token, tokenFile, caFile string) 
 			svc = map[string]any{}
 		}
 	}
-	if t, _ := svc["type"].(string); t != "" {
-		return nil, "", fmt.Errorf("the service configuration has type %q; Mandate fetches bundles over http(s) and s3 only", t)
+	if t, _ := svc["type"].(string); t != "" && !(t == "oci" && strings.HasPrefix(ref, "oci://")) {
+		return nil, "", fmt.Errorf("the service configuration has type %q: an oci:// bundle source sets type oci itself, and other sources have none", t)
 	}
 	svcURL, _ := svc["url"].(string)
 	u, err := url.Parse(ref)
@@ -301,7 +341,7 @@ func serviceConfig(ref string, service []byte, token, tokenFile, caFile string) 
 	switch u.Scheme {
 	case "http", "https":
 		if svcURL != "" {
-			return nil, "", errors.New("the service configuration's url is the endpoint of s3:// sources; an http(s) bundle URL names its server itself")
+			return nil, "", errors.New("the service configuration's url is the endpoint of s3:// and oci:// sources; an http(s) bundle URL names its server itself")
 		}
 		svc["url"] = (&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}).String()
 		path = strings.TrimPrefix(u.EscapedPath(), "/")
@@ -322,8 +362,18 @@ func serviceConfig(ref string, service []byte, token, tokenFile, caFile string) 
 			}
 			svc["url"], path = "https://"+host, key
 		}
+	case "oci":
+		repo := strings.TrimPrefix(u.Path, "/")
+		if repo == "" || u.RawQuery != "" || u.User != nil {
+			return nil, "", errors.New("an OCI bundle is oci://registry/repository:tag (or @sha256:digest)")
+		}
+		svc["type"] = "oci"
+		if svcURL == "" {
+			svc["url"] = "https://" + u.Host
+		}
+		path = u.Host + "/" + repo
 	default:
-		return nil, "", fmt.Errorf("%s:// is not supported: an http(s) URL or s3://bucket/key", u.Scheme)
+		return nil, "", fmt.Errorf("%s:// is not supported: an http(s) URL, s3://bucket/key or oci://registry/repository:tag", u.Scheme)
 	}
 	creds, _ := svc["credentials"].(map[string]any)
 	if token != "" || tokenFile != "" {

@@ -31,6 +31,11 @@ func TestServiceConfig(t *testing.T) {
 			want: map[string]any{"url": "https://minio.example:9000",
 				"credentials": map[string]any{"s3_signing": map[string]any{"web_identity_credentials": map[string]any{"aws_region": "us-east-1"}}}},
 			wantPath: "policies/mandate.tar.gz"},
+		{name: "OCI registry", ref: "oci://ghcr.io/acme/policies:prod",
+			want: map[string]any{"url": "https://ghcr.io", "type": "oci"}, wantPath: "ghcr.io/acme/policies:prod"},
+		{name: "OCI registry with a token", ref: "oci://ghcr.io/acme/policies@sha256:0123", tokenFile: "/t",
+			want: map[string]any{"url": "https://ghcr.io", "type": "oci", "credentials": map[string]any{"bearer": map[string]any{"token_path": "/t"}}},
+			wantPath: "ghcr.io/acme/policies@sha256:0123"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, path, err := serviceConfig(tc.ref, []byte(tc.service), tc.token, tc.tokenFile, tc.ca)

@@ -215,6 +215,8 @@ func TestBundleValidation(t *testing.T) {
 		{"URL without host", config.Bundle{Source: "https://", Interval: time.Minute}, "", "bundle.source"},
 		{"S3 source", config.Bundle{Source: "s3://bucket/b.tar.gz", Interval: time.Minute}, "", ""},
 		{"S3 source without a key", config.Bundle{Source: "s3://bucket", Interval: time.Minute}, "", "bundle.source"},
+		{"OCI source", config.Bundle{Source: "oci://ghcr.io/acme/policies:prod", Interval: time.Minute}, "", ""},
+		{"OCI source without a repository", config.Bundle{Source: "oci://ghcr.io", Interval: time.Minute}, "", "bundle.source"},
 		{"other scheme", config.Bundle{Source: "gs://bucket/b.tar.gz", Interval: time.Minute}, "", "bundle.source"},
 		{"both policy sources", config.Bundle{Source: "b.tar.gz", Interval: time.Minute}, dir, "bundle.source"},
 		{"key without source", config.Bundle{VerificationKey: "k.pem", Interval: time.Minute}, "", "bundle.source"},

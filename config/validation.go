@@ -132,7 +132,7 @@ func (b Bundle) validate(policies string) []error {
 func (b Bundle) validateHTTP() []error {
 	var errs []error
 	isURL := func(s string) bool {
-		return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "s3://")
+		return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, "oci://")
 	}
 	for _, f := range []struct{ key, path, want string }{
 		{"bundle.bearerTokenFile", b.BearerTokenFile, "a readable file holding a bearer token"},
@@ -143,7 +143,7 @@ func (b Bundle) validateHTTP() []error {
 			continue
 		}
 		if !isURL(b.Source) && !isURL(b.Shadow.Source) {
-			errs = append(errs, fieldErr(f.key, "is set but neither bundle.source nor bundle.shadow.source is an http(s) URL (or s3://bucket/key)"))
+			errs = append(errs, fieldErr(f.key, "is set but neither bundle.source nor bundle.shadow.source is an http(s) URL (or s3:// or oci://)"))
 			continue
 		}
 		if _, err := os.ReadFile(f.path); err != nil {
@@ -166,9 +166,13 @@ func validateSource(key, source string) []error {
 		if u.Host == "" || strings.Trim(u.Path, "/") == "" || u.RawQuery != "" {
 			return []error{fieldErr(key, "an S3 bundle is s3://bucket/key")}
 		}
+	} else if err == nil && u.Scheme == "oci" {
+		if u.Host == "" || strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.User != nil {
+			return []error{fieldErr(key, "an OCI bundle is oci://registry/repository:tag")}
+		}
 	} else if strings.Contains(source, "://") {
 		scheme, _, _ := strings.Cut(source, "://")
-		return []error{fieldErr(key, "%s:// URLs are not supported: only http, https and s3 (or a bundle file or directory)", scheme)}
+		return []error{fieldErr(key, "%s:// URLs are not supported: only http, https, s3 and oci (or a bundle file or directory)", scheme)}
 	}
 	return nil
 }
