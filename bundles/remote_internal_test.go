@@ -34,7 +34,7 @@ func TestServiceConfig(t *testing.T) {
 		{name: "OCI registry", ref: "oci://ghcr.io/acme/policies:prod",
 			want: map[string]any{"url": "https://ghcr.io", "type": "oci"}, wantPath: "ghcr.io/acme/policies:prod"},
 		{name: "OCI registry with a token", ref: "oci://ghcr.io/acme/policies@sha256:0123", tokenFile: "/t",
-			want: map[string]any{"url": "https://ghcr.io", "type": "oci", "credentials": map[string]any{"bearer": map[string]any{"token_path": "/t"}}},
+			want:     map[string]any{"url": "https://ghcr.io", "type": "oci", "credentials": map[string]any{"bearer": map[string]any{"token_path": "/t"}}},
 			wantPath: "ghcr.io/acme/policies@sha256:0123"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
