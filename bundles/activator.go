@@ -290,6 +290,14 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 	return nil
 }
 
+// reject records a bundle refused before it could be loaded (by the
+// downloader's reader) as a failure of step.
+func (a *Activator) reject(source, step string, err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.fail(source, step, err)
+}
+
 func (a *Activator) fail(source, step string, err error) error {
 	a.activations.WithLabelValues(step).Inc()
 	a.down = false

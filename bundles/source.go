@@ -2,17 +2,9 @@ package bundles
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,13 +33,15 @@ type SourceOptions struct {
 	// Dir is a bundle directory (LoadDir), re-read when a file in it
 	// changes.
 	Dir string
-	// URL is a bundle served over HTTP(S), polled with If-None-Match.
+	// URL is a bundle served over HTTP(S), or an s3://bucket/key object,
+	// fetched by OPA's downloader (If-None-Match, ETags) with OPA's
+	// credential plugins.
 	URL string
 	// Interval between polls; DefaultPollInterval when zero.
 	Interval time.Duration
 	// MaxBackoff caps the delay after failed polls; DefaultMaxBackoff when zero.
 	MaxBackoff time.Duration
-	// Timeout bounds one HTTP request; DefaultHTTPTimeout when zero.
+	// Timeout bounds one download; DefaultHTTPTimeout when zero.
 	Timeout time.Duration
 	// BearerToken, or the file holding it (re-read on every poll), is sent
 	// as Authorization: Bearer.
@@ -56,14 +50,18 @@ type SourceOptions struct {
 	// CAFile holds the PEM certificates that sign the bundle server's;
 	// the system roots when empty.
 	CAFile string
+	// Service is an OPA service configuration (YAML or JSON: url,
+	// credentials, tls, headers), the client of a URL source; see
+	// HTTPSource.Service.
+	Service []byte
 	// Activator settings: verification, persistence.
 	Activator ActivatorOptions
 }
 
-// SourceFor is the SourceOptions of a --bundle value: an http:// or
-// https:// URL, else a directory when ref is one, else a file path.
+// SourceFor is the SourceOptions of a --bundle value: an http://,
+// https:// or s3:// URL, else a directory when ref is one, else a file path.
 func SourceFor(ref string) SourceOptions {
-	if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
+	if IsURL(ref) {
 		return SourceOptions{URL: ref}
 	}
 	if info, err := os.Stat(ref); err == nil && info.IsDir() {
@@ -93,8 +91,8 @@ func NewSource(o SourceOptions) (*Activator, Source, error) {
 		return a, &DirSource{Path: o.Dir, Interval: o.Interval, Activator: a}, nil
 	case o.URL != "":
 		s := &HTTPSource{URL: o.URL, Interval: o.Interval, MaxBackoff: o.MaxBackoff, Timeout: o.Timeout,
-			BearerToken: o.BearerToken, BearerTokenFile: o.BearerTokenFile, CAFile: o.CAFile, Activator: a}
-		if _, err := s.client(); err != nil {
+			BearerToken: o.BearerToken, BearerTokenFile: o.BearerTokenFile, CAFile: o.CAFile, Service: o.Service, Activator: a}
+		if err := s.init(); err != nil {
 			return nil, nil, err
 		}
 		return a, s, nil
@@ -136,149 +134,6 @@ func (s *FileSource) poll(ctx context.Context) error {
 // Run polls until ctx ends.
 func (s *FileSource) Run(ctx context.Context) error {
 	return run(ctx, s.Activator, s.Poll, func(int) time.Duration { return interval(s.Interval) })
-}
-
-// HTTPSource polls a bundle server with If-None-Match: a 304 is no change,
-// a 200 a new bundle to activate. Failed requests back off exponentially up
-// to MaxBackoff.
-type HTTPSource struct {
-	URL string
-	// Interval between polls; DefaultPollInterval when zero.
-	Interval time.Duration
-	// MaxBackoff caps the delay after failures; DefaultMaxBackoff when zero.
-	MaxBackoff time.Duration
-	// Timeout bounds one request; DefaultHTTPTimeout when zero.
-	Timeout         time.Duration
-	BearerToken     string
-	BearerTokenFile string
-	CAFile          string
-	Activator       *Activator
-	// Client replaces the client built from Timeout and CAFile.
-	Client *http.Client
-
-	etag string
-	// activated is the SHA-256 of the last bundle this source activated.
-	activated string
-}
-
-func (s *HTTPSource) client() (*http.Client, error) {
-	if s.Client != nil {
-		return s.Client, nil
-	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultHTTPTimeout
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if s.CAFile != "" {
-		pem, err := os.ReadFile(s.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("unable to read the bundle server's CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("bundle server CA %q holds no PEM certificate", s.CAFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	s.Client = &http.Client{Timeout: timeout, Transport: tr}
-	return s.Client, nil
-}
-
-// Poll fetches the bundle unless unchanged (304) and activates it. The
-// ETag of a fetched bundle is remembered whether or not it activates, so a
-// rejected bundle is not downloaded again until the server's changes.
-func (s *HTTPSource) Poll(ctx context.Context) error {
-	return s.Activator.sourceFailed(RedactURL(s.URL), s.poll(ctx))
-}
-
-func (s *HTTPSource) poll(ctx context.Context) error {
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	shown := RedactURL(s.URL)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
-	if err != nil {
-		return fmt.Errorf("bundle URL %q: %w", shown, redactError(err))
-	}
-	if s.etag != "" {
-		req.Header.Set("If-None-Match", s.etag)
-	}
-	token := s.BearerToken
-	if s.BearerTokenFile != "" {
-		data, err := os.ReadFile(s.BearerTokenFile)
-		if err != nil {
-			return fmt.Errorf("unable to read the bundle server token: %w", err)
-		}
-		token = strings.TrimSpace(string(data))
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("unable to fetch bundle %s: %w", shown, redactError(err))
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotModified:
-		return nil
-	case resp.StatusCode != http.StatusOK:
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("unable to fetch bundle %s: %s", shown, resp.Status)
-	}
-	path, digest, err := download(resp.Body)
-	if err != nil {
-		return fmt.Errorf("unable to fetch bundle %s: %w", shown, err)
-	}
-	defer os.RemoveAll(filepath.Dir(path))
-	s.etag = resp.Header.Get("ETag")
-	if digest == s.activated {
-		// A server without ETags (a plain static file server) sends the
-		// same bundle on every poll: it is already active.
-		return nil
-	}
-	if err := s.Activator.activateFile(ctx, path, shown, s.Activator.opts.PersistDir != ""); err != nil {
-		return err
-	}
-	s.activated = digest
-	return nil
-}
-
-// download writes a response body, at most MaxBundleBytes, to a file in a
-// new temporary directory, and returns its SHA-256 too.
-func download(body io.Reader) (string, string, error) {
-	dir, err := os.MkdirTemp("", "mandate-bundle-")
-	if err != nil {
-		return "", "", err
-	}
-	path := filepath.Join(dir, "bundle.tar.gz")
-	f, err := os.Create(path)
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", "", err
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, MaxBundleBytes+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && n > MaxBundleBytes {
-		err = fmt.Errorf("%w: larger than %d bytes", ErrInvalidBundle, MaxBundleBytes)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", "", err
-	}
-	return path, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// Run polls until ctx ends, backing off after failed requests.
-func (s *HTTPSource) Run(ctx context.Context) error {
-	return run(ctx, s.Activator, s.Poll, func(failures int) time.Duration {
-		return Backoff(interval(s.Interval), s.MaxBackoff, failures)
-	})
 }
 
 // Backoff is the delay after a number of consecutive failures: the

@@ -127,11 +127,16 @@ type Certs struct {
 
 // Bundle configures the policy bundle source.
 type Bundle struct {
-	// Source is a bundle file or directory, or an http(s) URL.
+	// Source is a bundle file or directory, an http(s) URL or s3://bucket/key.
 	Source string `json:"source" yaml:"source" mapstructure:"source"`
 	// VerificationKey is a PEM public key; when set, only bundles signed
 	// with it are activated.
 	VerificationKey string `json:"verificationKey" yaml:"verificationKey" mapstructure:"verificationKey"`
+	// VerificationKeyID is the id of VerificationKey; a signature naming
+	// another is rejected. "default" when empty.
+	VerificationKeyID string `json:"verificationKeyId" yaml:"verificationKeyId" mapstructure:"verificationKeyId"`
+	// Scope, when set, must be the signatures' scope.
+	Scope string `json:"scope" yaml:"scope" mapstructure:"scope"`
 	// PersistDir keeps the last good bundle, served after a restart when
 	// the source is unreachable.
 	PersistDir string `json:"persistDir" yaml:"persistDir" mapstructure:"persistDir"`
@@ -149,13 +154,17 @@ type Bundle struct {
 	// CAFile holds the PEM certificates that sign an https source's (and
 	// shadow's) server certificate; the system roots when empty.
 	CAFile string `json:"caFile" yaml:"caFile" mapstructure:"caFile"`
+	// ServiceConfig is a YAML or JSON file holding one OPA service
+	// (credentials, tls, headers; url, the endpoint of an s3:// source),
+	// the client of a URL source (and shadow).
+	ServiceConfig string `json:"serviceConfig" yaml:"serviceConfig" mapstructure:"serviceConfig"`
 }
 
 // ShadowBundle configures the shadow (candidate) bundle; it is verified
 // like the active one (VerificationKey, RequireSignature) and polled as
 // often (Interval).
 type ShadowBundle struct {
-	// Source is a bundle file or directory, or an http(s) URL.
+	// Source is a bundle file or directory, an http(s) URL or s3://bucket/key.
 	Source string `json:"source" yaml:"source" mapstructure:"source"`
 }
 

@@ -101,6 +101,12 @@ func (b Bundle) validate(policies string) []error {
 	if b.RequireSignature && b.VerificationKey == "" {
 		errs = append(errs, fieldErr("bundle.requireSignature", "is true but bundle.verificationKey is not set (a PEM public key file to verify signatures with)"))
 	}
+	if b.VerificationKeyID != "" && b.VerificationKey == "" {
+		errs = append(errs, fieldErr("bundle.verificationKeyId", "is set but bundle.verificationKey is not (the PEM public key the id names)"))
+	}
+	if b.Scope != "" && b.VerificationKey == "" {
+		errs = append(errs, fieldErr("bundle.scope", "is set but bundle.verificationKey is not (signatures carry the scope)"))
+	}
 	if b.Shadow.Source != "" {
 		errs = append(errs, validateSource("bundle.shadow.source", b.Shadow.Source)...)
 	}
@@ -137,16 +143,19 @@ func (b Bundle) validate(policies string) []error {
 // and at least one source (active or shadow) they apply to.
 func (b Bundle) validateHTTP() []error {
 	var errs []error
-	isURL := func(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+	isURL := func(s string) bool {
+		return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, "oci://")
+	}
 	for _, f := range []struct{ key, path, want string }{
 		{"bundle.bearerTokenFile", b.BearerTokenFile, "a readable file holding a bearer token"},
 		{"bundle.caFile", b.CAFile, "a readable PEM CA certificate file"},
+		{"bundle.serviceConfig", b.ServiceConfig, "a readable YAML or JSON file holding one OPA service"},
 	} {
 		if f.path == "" {
 			continue
 		}
 		if !isURL(b.Source) && !isURL(b.Shadow.Source) {
-			errs = append(errs, fieldErr(f.key, "is set but neither bundle.source nor bundle.shadow.source is an http(s) URL"))
+			errs = append(errs, fieldErr(f.key, "is set but neither bundle.source nor bundle.shadow.source is an http(s) URL (or s3:// or oci://)"))
 			continue
 		}
 		if _, err := os.ReadFile(f.path); err != nil {
@@ -156,18 +165,26 @@ func (b Bundle) validateHTTP() []error {
 	return errs
 }
 
-// validateSource checks a bundle source: an http(s) URL with a host, or
-// anything else taken as a path (read at startup, so a missing one fails
-// there with the key named).
+// validateSource checks a bundle source: an http(s) URL with a host,
+// s3://bucket/key, or anything else taken as a path (read at startup, so a
+// missing one fails there with the key named).
 func validateSource(key, source string) []error {
 	if u, err := url.Parse(source); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		if u.Host == "" {
 			// The value is not repeated: a URL may carry credentials.
-			return []error{fieldErr(key, "the URL has no host (a bundle file or directory, or an http(s) URL)")}
+			return []error{fieldErr(key, "the URL has no host (a bundle file or directory, an http(s) URL or s3://bucket/key)")}
+		}
+	} else if err == nil && u.Scheme == "s3" {
+		if u.Host == "" || strings.Trim(u.Path, "/") == "" || u.RawQuery != "" {
+			return []error{fieldErr(key, "an S3 bundle is s3://bucket/key")}
+		}
+	} else if err == nil && u.Scheme == "oci" {
+		if u.Host == "" || strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.User != nil {
+			return []error{fieldErr(key, "an OCI bundle is oci://registry/repository:tag")}
 		}
 	} else if strings.Contains(source, "://") {
 		scheme, _, _ := strings.Cut(source, "://")
-		return []error{fieldErr(key, "%s:// URLs are not supported: only http and https (or a bundle file or directory)", scheme)}
+		return []error{fieldErr(key, "%s:// URLs are not supported: only http, https, s3 and oci (or a bundle file or directory)", scheme)}
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 type auditOptions struct {
 	bundle          string
 	verificationKey string
+	keyID           string
+	scope           string
 	policies        string
 	snapshot        string
 	kubeconfig      string
@@ -56,6 +58,8 @@ Exit status: 0 when nothing would be denied, 1 when some workload would be,
 	f := cmd.Flags()
 	f.StringVar(&o.bundle, "bundle", "", "candidate bundle (.tar.gz, as mandate bundle build writes)")
 	f.StringVar(&o.verificationKey, "bundle-verification-key", "", "PEM public key; when set, the bundle must be signed with it")
+	f.StringVar(&o.keyID, "bundle-verification-key-id", "", "id of --bundle-verification-key; a signature naming another key id is rejected (default: \"default\")")
+	f.StringVar(&o.scope, "bundle-scope", "", "scope the bundle's signature must carry (mandate bundle sign --scope)")
 	f.StringVar(&o.policies, "policies", "", "candidate policy directory (default: the embedded default authority model)")
 	f.StringVar(&o.snapshot, "snapshot", "", "cluster snapshot file (kubectl get nodes,namespaces,pods,jobs,pytorchjobs,vcjobs -A -o yaml)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to list the workloads from")
@@ -75,6 +79,9 @@ func runAudit(ctx context.Context, out io.Writer, o auditOptions) (int, error) {
 	}
 	if o.verificationKey != "" && o.bundle == "" {
 		return 0, errors.New("--bundle-verification-key verifies a --bundle; none was given")
+	}
+	if (o.keyID != "" || o.scope != "") && o.verificationKey == "" {
+		return 0, errors.New("--bundle-verification-key-id and --bundle-scope need --bundle-verification-key")
 	}
 	policy, err := loadCandidate(o)
 	if err != nil {
@@ -123,7 +130,7 @@ func loadCandidate(o auditOptions) (*evaluator.Policy, error) {
 	}
 	var verify *bundles.VerifyOptions
 	if o.verificationKey != "" {
-		verify = &bundles.VerifyOptions{PublicKey: o.verificationKey}
+		verify = &bundles.VerifyOptions{PublicKey: o.verificationKey, KeyID: o.keyID, Scope: o.scope}
 	}
 	p, err := bundles.Load(o.bundle, verify)
 	if err != nil && verify != nil {

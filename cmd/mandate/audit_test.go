@@ -120,6 +120,8 @@ func TestAuditBadInput(t *testing.T) {
 		{"missing bundle", []string{"--snapshot", auditRaw, "--bundle", filepath.Join(dir, "none.tar.gz")}, "none.tar.gz"},
 		{"unsigned bundle with a key", []string{"--snapshot", auditRaw, "--bundle", unsigned, "--bundle-verification-key", key}, "not signed"},
 		{"key without bundle", []string{"--snapshot", auditRaw, "--bundle-verification-key", key}, "--bundle-verification-key verifies a --bundle"},
+		{"key id without key", []string{"--snapshot", auditRaw, "--bundle", unsigned, "--bundle-verification-key-id", "prod"}, "need --bundle-verification-key"},
+		{"scope without key", []string{"--snapshot", auditRaw, "--bundle", unsigned, "--bundle-scope", "mandate"}, "need --bundle-verification-key"},
 		{"bad output", []string{"--snapshot", auditRaw, "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: want table, json, yaml`},
 		{"kubeconfig without cluster", []string{"--kubeconfig", kubeconfig}, "unable to read kubeconfig"},
 		{"missing kubeconfig", []string{"--kubeconfig", filepath.Join(dir, "none")}, "unable to read kubeconfig"},

@@ -130,8 +130,9 @@ func TestServeSetupErrors(t *testing.T) {
 	}
 }
 
-// TestServeBundleHTTPSettings checks that --bundle-ca-file and
-// --bundle-bearer-token-file reach the http(s) source and the shadow: a TLS
+// TestServeBundleHTTPSettings checks that --bundle-ca-file,
+// --bundle-bearer-token-file and --bundle-service-config reach the URL
+// source and the shadow: a TLS
 // bundle server answering 403 to everything records the token it was sent;
 // serve fails fast with the 403 (TLS verified with the CA), or with a
 // certificate error without the CA.
@@ -156,6 +157,12 @@ func TestServeBundleHTTPSettings(t *testing.T) {
 	}
 	kubeconfig := unreachableKubeconfig(t)
 	active, shadow := srv.URL+"/b.tar.gz", srv.URL+"/c.tar.gz"
+	// OPA's service configuration: the endpoint of an s3:// source, its
+	// CA and credentials.
+	service := filepath.Join(dir, "service.yaml")
+	if err := os.WriteFile(service, []byte("url: "+srv.URL+"\ntls:\n  ca_cert: "+caFile+"\ncredentials:\n  bearer:\n    token_path: "+tokenFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -166,6 +173,8 @@ func TestServeBundleHTTPSettings(t *testing.T) {
 			wantErr: "bundle.source: unable to fetch bundle " + active + ": 403 Forbidden", wantAuth: "Bearer s3cret"},
 		{name: "shadow with CA and token", args: []string{"--shadow-bundle", shadow, "--bundle-ca-file", caFile, "--bundle-bearer-token-file", tokenFile},
 			wantErr: "bundle.shadow.source: unable to fetch bundle " + shadow + ": 403 Forbidden", wantAuth: "Bearer s3cret"},
+		{name: "S3 source with a service configuration", args: []string{"--bundle", "s3://policies/b.tar.gz", "--bundle-service-config", service},
+			wantErr: "bundle.source: unable to fetch bundle s3://policies/b.tar.gz: 403 Forbidden", wantAuth: "Bearer s3cret"},
 		{name: "source without the CA", args: []string{"--bundle", active},
 			wantErr: "bundle.source: unable to fetch bundle " + active + ": Get"},
 	} {

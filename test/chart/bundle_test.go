@@ -33,6 +33,9 @@ var bundleValues = []string{
 	"--set", "policies.bundle.interval=1m",
 	"--set", "policies.bundle.verificationKey.secretName=mandate-bundle-key",
 	"--set", "policies.bundle.verificationKey.key=signing.pub",
+	"--set", "policies.bundle.verificationKey.keyId=prod",
+	"--set", "policies.bundle.verificationKey.scope=mandate",
+	"--set", "policies.bundle.serviceConfig.secretName=mandate-bundle-service",
 	"--set", "policies.bundle.requireSignature=true",
 	"--set", "policies.bundle.bearerToken.secretName=mandate-bundle-token",
 	"--set", "policies.bundle.caBundle.configMapName=mandate-bundle-ca",
@@ -76,9 +79,12 @@ func TestTemplateBundle(t *testing.T) {
 		"--bundle-persist-dir=/var/lib/mandate/bundle",
 		"--bundle-interval=1m",
 		"--bundle-verification-key=/etc/mandate/bundle-verification-key/signing.pub",
+		"--bundle-verification-key-id=prod",
+		"--bundle-scope=mandate",
 		"--bundle-require-signature=true",
 		"--bundle-bearer-token-file=/etc/mandate/bundle-bearer-token/token",
 		"--bundle-ca-file=/etc/mandate/bundle-ca/ca.crt",
+		"--bundle-service-config=/etc/mandate/bundle-service/service.yaml",
 	}, slices.DeleteFunc(bundleArgs(c), func(a string) bool { return strings.HasPrefix(a, "--shadow-bundle") }))
 	assert.Contains(t, c.Args, "--shadow-bundle="+shadowURL)
 	assert.Contains(t, c.Args, "--evaluation-timeout=250ms")
@@ -92,6 +98,7 @@ func TestTemplateBundle(t *testing.T) {
 		{Name: "bundle-verification-key", MountPath: "/etc/mandate/bundle-verification-key", ReadOnly: true},
 		{Name: "bundle-bearer-token", MountPath: "/etc/mandate/bundle-bearer-token", ReadOnly: true},
 		{Name: "bundle-ca", MountPath: "/etc/mandate/bundle-ca", ReadOnly: true},
+		{Name: "bundle-service", MountPath: "/etc/mandate/bundle-service", ReadOnly: true},
 	} {
 		assert.Contains(t, c.VolumeMounts, m)
 	}
@@ -113,6 +120,10 @@ func TestTemplateBundle(t *testing.T) {
 	require.NotNil(t, ca.ConfigMap)
 	assert.Equal(t, "mandate-bundle-ca", ca.ConfigMap.Name)
 	assert.Equal(t, []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}, ca.ConfigMap.Items)
+	service := bundleVolume(t, spec, "bundle-service")
+	require.NotNil(t, service.Secret)
+	assert.Equal(t, "mandate-bundle-service", service.Secret.SecretName)
+	assert.Equal(t, []corev1.KeyToPath{{Key: "service.yaml", Path: "service.yaml"}}, service.Secret.Items)
 
 	// Every file an argument names is under a mount; every directory serve
 	// writes is under a writable one (the root filesystem is read-only).
@@ -176,6 +187,7 @@ func TestApplyBundle(t *testing.T) {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: namespace, Name: name} }
 	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{ObjectMeta: meta("mandate-bundle-key"), StringData: map[string]string{"signing.pub": "-----BEGIN PUBLIC KEY-----\n"}}))
 	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{ObjectMeta: meta("mandate-bundle-token"), StringData: map[string]string{"token": "t"}}))
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{ObjectMeta: meta("mandate-bundle-service"), StringData: map[string]string{"service.yaml": "credentials: {}\n"}}))
 	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta("mandate-bundle-ca"), Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\n"}}))
 
 	var first, last []*unstructured.Unstructured
@@ -245,6 +257,6 @@ func TestChartFlagsExist(t *testing.T) {
 		named = append(named, k)
 		assert.Regexp(t, `no such file or directory|is not a directory`, msg, "only missing paths are wrong: %s", line)
 	}
-	assert.ElementsMatch(t, []string{"webhook.certDir", "bundle.verificationKey", "bundle.persistDir", "bundle.bearerTokenFile", "bundle.caFile"}, named,
+	assert.ElementsMatch(t, []string{"webhook.certDir", "bundle.verificationKey", "bundle.persistDir", "bundle.bearerTokenFile", "bundle.caFile", "bundle.serviceConfig"}, named,
 		"mandate serve %s:\n%s", strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "), out)
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -274,7 +275,10 @@ func (s *Server) policy(ctx context.Context, c config.Serve) (bundles.Source, er
 		s.Service = &review.Service{Decider: ev, State: s.State}
 		return nil, nil
 	}
-	opts := bundleSource(c.Bundle.Source, c.Bundle, evalOpts)
+	opts, err := bundleSource(c.Bundle.Source, c.Bundle, evalOpts)
+	if err != nil {
+		return nil, err
+	}
 	opts.Activator.PersistDir = c.Bundle.PersistDir
 	act, src, err := bundles.NewSource(opts)
 	if err != nil {
@@ -306,8 +310,11 @@ func (s *Server) shadow(ctx context.Context, c config.Serve) (bundles.Source, er
 	}
 	// The shadow decides under the same override, so that only the
 	// policies' differences are counted.
-	opts := bundleSource(c.Bundle.Shadow.Source, c.Bundle, evaluator.Options{Timeout: c.Evaluation.Timeout,
+	opts, err := bundleSource(c.Bundle.Shadow.Source, c.Bundle, evaluator.Options{Timeout: c.Evaluation.Timeout,
 		EnforcementOverride: c.Evaluation.EnforcementOverride})
+	if err != nil {
+		return nil, &bundles.StartupError{Shadow: true, Err: err}
+	}
 	opts.Activator.Shadow = true
 	act, src, err := bundles.NewSource(opts)
 	if err != nil {
@@ -325,18 +332,25 @@ func (s *Server) shadow(ctx context.Context, c config.Serve) (bundles.Source, er
 
 // bundleSource is how a bundle source (the active one or the shadow) is
 // read, verified and evaluated.
-func bundleSource(ref string, c config.Bundle, eval evaluator.Options) bundles.SourceOptions {
+func bundleSource(ref string, c config.Bundle, eval evaluator.Options) (bundles.SourceOptions, error) {
 	src := bundles.SourceFor(ref)
 	src.Interval = c.Interval
 	src.Activator.Require = c.RequireSignature
 	src.Activator.Evaluator = eval
 	if c.VerificationKey != "" {
-		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey}
+		src.Activator.Verify = &bundles.VerifyOptions{PublicKey: c.VerificationKey, KeyID: c.VerificationKeyID, Scope: c.Scope}
 	}
 	if src.URL != "" {
 		src.BearerTokenFile, src.CAFile = c.BearerTokenFile, c.CAFile
+		if c.ServiceConfig != "" {
+			data, err := os.ReadFile(c.ServiceConfig)
+			if err != nil {
+				return src, fmt.Errorf("unable to read bundle.serviceConfig: %w", err)
+			}
+			src.Service = data
+		}
 	}
-	return src
+	return src, nil
 }
 
 // loadPolicy is the policy directory dir, or the embedded default model.
