@@ -76,6 +76,11 @@ type Service struct {
 	// Owners, when set, reads pods' owners to recognise pods of admitted
 	// gangs (GangDirectives); nil decides every pod on its own.
 	Owners Reader
+	// OwnerCache, when set, is read before Owners: an informer's copy, so
+	// the pods of a large gang do not each cost an API round trip. Owners
+	// answers what the cache has not seen yet (an owner created a moment
+	// ago) or holds under another UID (deleted and created again).
+	OwnerCache Reader
 	// ReadTimeout bounds one read of Namespaces or Owners;
 	// DefaultReadTimeout when zero.
 	ReadTimeout time.Duration
