@@ -95,10 +95,7 @@ func TestPolicyBundlesSection(t *testing.T) {
 	git(t, dir, "add", "policies")
 	git(t, dir, "-c", "user.name=Mandate", "-c", "user.email=mandate@example.com", "commit", "-q", "-m", "policies")
 	head := strings.TrimSpace(git(t, dir, "rev-parse", "HEAD"))
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "mandate"), "./cmd/mandate")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/mandate: %s", out)
+	linkMandate(t, root, dir)
 	writeKeyPair(t, dir)
 	snapshot, err := os.ReadFile(filepath.Join(root, "audit", "testdata", "admitted.yaml"))
 	require.NoError(t, err)
