@@ -339,13 +339,18 @@ func newWorkspace(t *testing.T, root string, env *envtest.Env, trees ...string) 
 	linkMandate(t, root, w.dir)
 	home := filepath.Join(w.dir, "home")
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".kube"), 0o755))
+	// No user configuration (helm's, kubectl's) leaks into the test.
+	w.environ = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"))
+	for _, k := range []string{"HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "HELM_NAMESPACE", "HELM_KUBECONTEXT"} {
+		w.environ = append(w.environ, k+"=")
+	}
+	w.environ = append(w.environ, "KUBECONFIG="+filepath.Join(home, ".kube", "config"))
 	path := filepath.Join(w.dir, "bin")
-	w.environ = append(os.Environ(), "HOME="+home)
 	if env != nil {
 		kubeconfig, err := os.ReadFile(env.WriteKubeconfig(t, "readme"))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(home, ".kube", "config"), kubeconfig, 0o600))
-		w.environ = append(w.environ, "KUBECONFIG="+filepath.Join(home, ".kube", "config"))
 		path += string(os.PathListSeparator) + env.Environment.BinaryAssetsDirectory
 	}
 	w.environ = append(w.environ, "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"))
