@@ -44,8 +44,8 @@ var runBy = map[string]string{
 
 // notRun are the README lines no test runs, exactly as written, with why.
 var notRun = map[string]string{
-	"make demo   # run Mandate as the webhook of a local API server, create the example workloads, print what happened, and why": "builds kube-apiserver and etcd and runs the whole demo: too slow for `make test`; " +
-		"hack/demo's own code is what it runs",
+	"make demo   # run Mandate as the webhook of a local API server, create the example workloads, print what happened, and why": "starts its own API server and serve " +
+		"and creates every example, for people to watch: too slow inside `make test` (hack/demo's table is tested there)",
 	"make test   # every test: Go unit, property and fuzz-seed tests, the Rego suites, a short fuzz run": "is the whole test suite, this test among it",
 	`kubectl -n mandate-system logs deploy/mandate | grep '"logger":"decision"'`: "needs a kubelet running the chart's pod, which the test API server has not; " +
 		"TestInstall (test/chart) checks that serve writes the dryrun decision line",
@@ -255,8 +255,13 @@ func TestHelmSection(t *testing.T) {
 		_, err := os.Stat(filepath.Join(env.Environment.BinaryAssetsDirectory, tool))
 		require.NoError(t, err, "%s: run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root", tool)
 	}
-	// The README's example namespace.
+	// The README's example namespace, with a workload that ran before
+	// Mandate arrived.
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml-team"}}))
+	require.NoError(t, env.Client.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml-team", Name: "notebook"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "notebook", Image: "jupyter/base-notebook"}}},
+	}))
 
 	cmds := runnable(sectionCommands(t, filepath.Join(env.RepoRoot, "README.md"), "## Installing with Helm"))
 	require.NotEmpty(t, cmds)
@@ -275,6 +280,8 @@ func TestHelmSection(t *testing.T) {
 			assert.Equal(t, "research", ns.Labels["mandate.dev/tenant"])
 			ran["label"] = true
 		case strings.HasPrefix(c, "mandate audit "):
+			assert.Contains(t, out, "Pod ml-team/notebook  research", "the labelled namespace's workload is decided for its tenant")
+			assert.Contains(t, out, "0 would be denied")
 			ran["audit"] = true
 		case strings.HasPrefix(c, "helm upgrade "):
 			for _, a := range deployment(ctx, t, env).Spec.Template.Spec.Containers[0].Args {
