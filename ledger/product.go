@@ -38,6 +38,13 @@ func WithProduct(gpus map[string]int, product string) map[string]int {
 // product of the node it is bound to. The node's pods are recounted when
 // its product changed.
 func (l *Ledger) SetNodeProduct(node, product string) {
+	// Most node updates (status heartbeats) change no label: read first.
+	l.mu.RLock()
+	same := l.nodeProduct[node] == product
+	l.mu.RUnlock()
+	if same {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.nodeProduct[node] == product {
