@@ -6,10 +6,10 @@
 #   nvidia.com/gpu × NVIDIA-H100-80GB-HBM3). A workload that names a product
 #   (input.workload.gpuProduct) is held to that product's quota and to the
 #   resource's, which covers every product together; one that names none to
-#   the resource's only. Every ancestor caps its descendants. A workload larger than a ceiling could
-#   never run and is denied. Non-preemptible work may only use guaranteed
-#   GPUs: beyond the guarantee it is denied or turned preemptible, as
-#   data.mandate.model.quotaPolicy.overGuarantee says. Current usage comes
+#   the resource's only. Every ancestor caps its descendants. A workload
+#   larger than a ceiling could never run and is denied. Non-preemptible
+#   work may only use guaranteed GPUs: beyond the guarantee it is denied or
+#   turned preemptible, as data.mandate.model.quotaPolicy.overGuarantee says. Current usage comes
 #   from the cluster snapshot in input.usage (rolled up per tenant, keyed by
 #   resource and by "resource@product").
 package mandate.quota
