@@ -281,7 +281,10 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return cluster.Reservation{}
 	}
-	return cluster.Reservation{GPUs: map[string]int{w.GPUResource: w.TotalGPUs}, Preemptible: d.Directives.Preemptible}
+	// A workload of one GPU product reserves under the product's key too
+	// (ledger.ProductKey): that product's quota is spent as well.
+	gpus := ledger.WithProduct(map[string]int{w.GPUResource: w.TotalGPUs}, w.GPUProduct)
+	return cluster.Reservation{GPUs: gpus, Preemptible: d.Directives.Preemptible}
 }
 
 // reservationKey is the ledger key of w's reservation: its name's, or, for
