@@ -27,7 +27,8 @@ ARCH ?= amd64
 
 .PHONY: build
 build: ## Build the mandate binary into bin/.
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(MANDATE) ./cmd/mandate
+	@echo "go build -o $(MANDATE) ./cmd/mandate  (version $(VERSION))"
+	@$(GO) build -ldflags '$(LDFLAGS)' -o $(MANDATE) ./cmd/mandate
 
 .PHONY: image
 image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for another) without a container engine: OCI layout bin/mandate-image, tarball bin/mandate-image.tar, digest bin/mandate-image.digest.
