@@ -89,6 +89,10 @@ type Service struct {
 	// Explain adds per-dimension explanations to every decision (for
 	// people, e.g. mandate eval); admissions leave it off.
 	Explain bool
+	// SchedulerObjects, when set, says which queues and topologies the
+	// cluster carries, so that a decision naming one it lacks warns
+	// (schedulerWarnings); nil says nothing of them (offline callers).
+	SchedulerObjects SchedulerObjects
 }
 
 // Result is the outcome for one object.
@@ -110,12 +114,17 @@ type Result struct {
 // revision active, Result.Shadow says what it would have decided.
 func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, error) {
 	out, in, err := s.review(ctx, obj, req, "")
-	if s.Shadow == nil || err != nil {
+	if err != nil {
 		return out, err
 	}
-	if shadow := s.Shadow(); shadow != nil {
-		out.Shadow = decideShadow(ctx, shadow, in, out.Decision)
+	if s.Shadow != nil {
+		if shadow := s.Shadow(); shadow != nil {
+			out.Shadow = decideShadow(ctx, shadow, in, out.Decision)
+		}
 	}
+	// After the shadow comparison: these warnings are the cluster's, not
+	// either revision's.
+	out.Decision.Warnings = append(out.Decision.Warnings, s.schedulerWarnings(out.Workload, out.Decision)...)
 	return out, nil
 }
 
@@ -245,7 +254,11 @@ func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, e
 // (its pods consume the reservation).
 func (s *Service) ReviewChange(ctx context.Context, cur *unstructured.Unstructured, req evaluator.Request) (Result, error) {
 	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()))
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	out.Decision.Warnings = append(out.Decision.Warnings, s.schedulerWarnings(out.Workload, out.Decision)...)
+	return out, nil
 }
 
 // normalize is the workload as submitted. A preemptibility key that only
