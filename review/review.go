@@ -223,7 +223,9 @@ func (s *Service) ChangeRaises(old, cur *unstructured.Unstructured) (bool, error
 // or in the kind's own spec (a Volcano Job's spec.queue), which the
 // metadata check (scheduler.ChangedOwnedKeys) does not see. The adapters
 // define what they set, so the recorded directives rendered onto cur must
-// change nothing.
+// change nothing, except where they would change old too: a field a newer
+// Mandate renders (a Volcano gang's pod affinity) that an object admitted
+// by an older one never had is not the client's edit.
 func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, error) {
 	was, ok, err := scheduler.RecordedDirectives(old.GetAnnotations())
 	if err != nil || !ok {
@@ -241,9 +243,23 @@ func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	before := map[string]bool{}
+	if ow, err := s.normalize(old); err == nil {
+		if again, err := scheduler.Render(old, ow, was); err == nil {
+			oldOps, err := scheduler.Patch(old, again)
+			if err != nil {
+				return nil, err
+			}
+			for _, op := range oldOps {
+				before[op.Path] = true
+			}
+		}
+	}
 	paths := make([]string, 0, len(ops))
 	for _, op := range ops {
-		paths = append(paths, op.Path)
+		if !before[op.Path] {
+			paths = append(paths, op.Path)
+		}
 	}
 	return paths, nil
 }
