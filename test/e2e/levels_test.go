@@ -177,3 +177,112 @@ func assertGangAffinity(t *testing.T, obj map[string]any, gang string, path ...s
 		t.Errorf("%s: stored pod affinity term %v, want the gang %s on kubernetes.io/hostname", strings.Join(path, "."), term, gang)
 	}
 }
+
+// A KAI tenant's PyTorchJob of 4 GPUs in all: required on one node, which
+// KAI is told through its Topology's kubernetes.io/hostname level.
+const platformOneNode = `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: %s, namespace: platform}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          priorityClassName: build
+          containers:
+          - {name: pytorch, image: vit, resources: {limits: {nvidia.com/gpu: "2"}}}
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          priorityClassName: build
+          containers:
+          - {name: pytorch, image: vit, resources: {limits: {nvidia.com/gpu: "2"}}}
+`
+
+// TestLevelsReachKAI: a KAI tenant's job warns while its KAI Queue or the
+// Topology it names is missing, and while that Topology has no level on
+// the required level's node label; once both exist with the level, it
+// does not.
+func TestLevelsReachKAI(t *testing.T) {
+	s := start(t)
+	s.populate(t)
+	ctx := context.Background()
+	warnings := &warningRecorder{}
+	cfg := rest.CopyConfig(s.env.Config)
+	cfg.WarningHandlerWithContext = warnings
+	c, err := client.New(cfg, client.Options{Scheme: s.env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	admit := func() []string {
+		t.Helper()
+		n++
+		warnings.reset()
+		if err := c.Create(ctx, object(t, fmt.Sprintf(platformOneNode, fmt.Sprintf("vit-%d", n))), client.DryRunAll); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		var out []string
+		for _, w := range warnings.get() {
+			if strings.HasSuffix(w, "run `mandate sync`") {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	assertWarnings := func(what string, got, want []string) {
+		t.Helper()
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: warnings = %q, want %q", what, got, want)
+		}
+	}
+	assertWarnings("nothing exists", admit(), []string{
+		"KAI queue platform does not exist: the job will wait until it does; run `mandate sync`",
+		"KAI topology helix-fabric does not exist: KAI will not place the job until it does; run `mandate sync`",
+	})
+
+	queue := &unstructured.Unstructured{}
+	queue.SetGroupVersionKind(cluster.KAIQueueGVK)
+	queue.SetName("platform")
+	queue.Object["spec"] = map[string]any{}
+	topo := &unstructured.Unstructured{}
+	topo.SetGroupVersionKind(cluster.KAITopologyGVK)
+	topo.SetName("helix-fabric")
+	topo.Object["spec"] = map[string]any{"levels": []any{map[string]any{"nodeLabel": "nvidia.com/gpu.clique"}}}
+	for _, o := range []client.Object{queue, topo} {
+		if err := s.env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("create %s: %v", o.GetObjectKind().GroupVersionKind().Kind, err)
+		}
+	}
+	envtest.WaitFor(t, 20*time.Second, "Mandate to see the KAI Queue and Topology", func() bool {
+		return s.srv.Service.SchedulerObjects.Lookup(cluster.KAIQueueGVK, "platform").Presence == cluster.Present &&
+			s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "helix-fabric").Presence == cluster.Present
+	})
+	assertWarnings("a Topology without the node level", admit(), []string{
+		"KAI topology helix-fabric has no level on node label kubernetes.io/hostname: the required topology level node is advisory for KAI; run `mandate sync`",
+	})
+
+	// A Topology's levels are immutable: replace it.
+	if err := s.env.Client.Delete(ctx, topo); err != nil {
+		t.Fatalf("delete Topology: %v", err)
+	}
+	envtest.WaitFor(t, 20*time.Second, "Mandate to see the Topology gone", func() bool {
+		return s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "helix-fabric").Presence == cluster.Missing
+	})
+	topo = &unstructured.Unstructured{}
+	topo.SetGroupVersionKind(cluster.KAITopologyGVK)
+	topo.SetName("helix-fabric")
+	topo.Object["spec"] = map[string]any{"levels": []any{
+		map[string]any{"nodeLabel": "nvidia.com/gpu.clique"}, map[string]any{"nodeLabel": "kubernetes.io/hostname"},
+	}}
+	if err := s.env.Client.Create(ctx, topo); err != nil {
+		t.Fatalf("create Topology: %v", err)
+	}
+	envtest.WaitFor(t, 20*time.Second, "Mandate to see the Topology's node level", func() bool {
+		return len(s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "helix-fabric").NodeLabels) == 2
+	})
+	assertWarnings("Queue and Topology with the level", admit(), nil)
+}
