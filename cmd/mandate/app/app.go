@@ -130,6 +130,11 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		}
 		s.State.ShareReservations(cl)
 	}
+	// Queues and topologies the directives name are checked against
+	// informers (only of the kinds served), never read per admission.
+	if s.Service.SchedulerObjects, err = cluster.WatchSchedulerObjects(ctx, s.Manager.GetCache(), s.Manager.GetRESTMapper()); err != nil {
+		return nil, err
+	}
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
 	s.Service.OwnerCache = s.Manager.GetCache()
