@@ -151,6 +151,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 		if d, err = decider.Decide(ctx, in); err != nil {
 			return cluster.Reservation{}, err
 		}
+		d = scheduler.RefuseUnrenderable(w, d)
 		reserved = reservation(w, d, req.DryRun)
 		return reserved, nil
 	})

@@ -111,6 +111,10 @@ type Workload struct {
 	// key=value that asks.
 	RequestedPreemptible   *bool  `json:"requestedPreemptible,omitempty"`
 	RequestedPreemptibleBy string `json:"requestedPreemptibleBy,omitempty"`
+	// SchedulerKeys lists the schedulers' native keys the object sets
+	// itself to ask for a queue, priority class or gang minimum, in a fixed
+	// order; the authority model keeps or overrides each, and says so.
+	SchedulerKeys []SchedulerKey `json:"schedulerKeys,omitempty"`
 	// Scheduler is spec.schedulerName of the pod template, empty when unset.
 	Scheduler string `json:"scheduler"`
 	// Roles lists the pod groups of multi-role kinds (PyTorchJob Master and
