@@ -41,6 +41,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 			Owner:        &workload.Owner{APIVersion: "batch/v1", Kind: "Job", Name: "o", UID: "u"},
 			GenerateName: "j-",
 			Labels:       map[string]string{"l": "1"}, Annotations: map[string]string{"a": "2"},
+			SchedulerKeys: []workload.SchedulerKey{{Key: "label kai.scheduler/queue", Asks: workload.AsksQueue, Value: "q"}},
 		},
 		Usage: map[string]map[string]ledger.Usage{"t": {"nvidia.com/gpu": {Total: 3, NonPreemptible: 1}}},
 	}

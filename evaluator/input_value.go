@@ -22,7 +22,7 @@ func init() {
 		"gpusPerPod", "totalGPUs", "gpuResource", "gpuProduct", "priorityClass",
 		"topology", "required", "preferred", "scheduler", "roles", "replicas",
 		"annotations", "gpuFraction", "gpuMemoryMiB", "generateName", "owner", "uid",
-		"requestedPreemptible", "requestedPreemptibleBy",
+		"requestedPreemptible", "requestedPreemptibleBy", "schedulerKeys", "key", "asks", "value",
 		"usage", "total", "nonPreemptible", "object",
 	)
 }
@@ -115,6 +115,17 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 		items = append(items,
 			ast.Item(str("requestedPreemptible"), ast.BooleanTerm(*w.RequestedPreemptible)),
 			ast.Item(str("requestedPreemptibleBy"), str(w.RequestedPreemptibleBy)))
+	}
+	if len(w.SchedulerKeys) > 0 {
+		keys := make([]*ast.Term, len(w.SchedulerKeys))
+		for i, k := range w.SchedulerKeys {
+			keys[i] = ast.ObjectTerm(
+				ast.Item(str("key"), str(k.Key)),
+				ast.Item(str("asks"), str(k.Asks)),
+				ast.Item(str("value"), str(k.Value)),
+			)
+		}
+		items = append(items, ast.Item(str("schedulerKeys"), ast.ArrayTerm(keys...)))
 	}
 	if w.Owner != nil {
 		items = append(items, ast.Item(str("owner"), ast.ObjectTerm(

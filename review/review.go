@@ -249,8 +249,8 @@ func (s *Service) ReviewChange(ctx context.Context, cur *unstructured.Unstructur
 	return out, err
 }
 
-// normalize is the workload as submitted. A preemptibility key that only
-// repeats what Mandate recorded when it admitted the object (the API
+// normalize is the workload as submitted. A preemptibility key or a
+// scheduler key (queue, gang minimum) that only repeats what Mandate recorded when it admitted the object (the API
 // server reinvoking /mutate after an in-tree plugin changed the object,
 // or an audit of stored objects) is Mandate's own mark, not the tenant
 // asking: it is not read as a request.
@@ -262,12 +262,14 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 	if w.Namespace == "" {
 		w.Namespace = "default"
 	}
-	if w.RequestedPreemptible != nil {
-		if recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations()); err == nil && ok &&
-			recorded.Preemptible == *w.RequestedPreemptible {
-			w.RequestedPreemptible, w.RequestedPreemptibleBy = nil, ""
-		}
+	recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations())
+	if err != nil || !ok {
+		return w, nil
 	}
+	if w.RequestedPreemptible != nil && recorded.Preemptible == *w.RequestedPreemptible {
+		w.RequestedPreemptible, w.RequestedPreemptibleBy = nil, ""
+	}
+	w.SchedulerKeys = scheduler.UnrecordedKeys(w.SchedulerKeys, recorded)
 	return w, nil
 }
 

@@ -26,6 +26,10 @@ func FuzzNormalize(f *testing.F) {
 	}
 	f.Add([]byte(pod(", annotations: {gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", "{}")))
 	f.Add([]byte(volcanoJob("minAvailable: 2", "{nvidia.com/gpu: 4}", "1", "3")))
+	// Schedulers' own keys, read as requests (see schedkeys.go).
+	f.Add([]byte(pod(", labels: {priorityClassName: train, kai.scheduler/queue: q}, annotations: {kai.scheduler/batch-min-member: '1'}", "{nvidia.com/gpu: 1}")))
+	f.Add([]byte(volcanoJob("minAvailable: 2\n  queue: default", "{nvidia.com/gpu: 1}", "4")))
+	f.Add([]byte(job("parallelism: 6", "annotations: {kai.scheduler/batch-min-member: ' 2', scheduling.volcano.sh/queue-name: x}", "\n      priorityClassName: build")))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := Decode(data)
@@ -73,6 +77,11 @@ func checkContract(t *testing.T, w Workload) {
 	}
 	if w.GPUFraction < 0 || w.GPUFraction >= 1 || w.Labels == nil || w.Annotations == nil {
 		t.Fatalf("malformed workload: %+v", w)
+	}
+	for _, k := range w.SchedulerKeys {
+		if k.Key == "" || (k.Asks != AsksQueue && k.Asks != AsksPriorityClass && k.Asks != AsksGangMin) {
+			t.Fatalf("malformed scheduler key %+v", k)
+		}
 	}
 	if w.Name == "" && w.GenerateName == "" {
 		t.Fatalf("workload without a name: %+v", w)
