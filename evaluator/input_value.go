@@ -22,7 +22,7 @@ func init() {
 		"gpusPerPod", "totalGPUs", "gpuResource", "gpuProduct", "priorityClass",
 		"topology", "required", "preferred", "scheduler", "roles", "replicas",
 		"annotations", "gpuFraction", "gpuMemoryMiB", "generateName", "owner", "uid",
-		"requestedPreemptible", "requestedPreemptibleBy", "schedulerKeys", "key", "asks", "value",
+		"requestedPreemptible", "requestedPreemptibleBy", "schedulerKeys", "key", "asks", "value", "totalMilliGPUs",
 		"usage", "total", "nonPreemptible", "object",
 	)
 }
@@ -90,6 +90,7 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 		ast.Item(str("minPods"), num(w.MinPods)),
 		ast.Item(str("gpusPerPod"), num(w.GPUsPerPod)),
 		ast.Item(str("totalGPUs"), num(w.TotalGPUs)),
+		ast.Item(str("totalMilliGPUs"), ast.InternedTerm(w.TotalMilliGPUs)),
 		ast.Item(str("gpuResource"), str(w.GPUResource)),
 		ast.Item(str("gpuProduct"), str(w.GPUProduct)),
 		ast.Item(str("priorityClass"), str(w.PriorityClass)),

@@ -25,6 +25,7 @@ func FuzzNormalize(f *testing.F) {
 		}
 	}
 	f.Add([]byte(pod(", annotations: {gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", "{}")))
+	f.Add([]byte(job("parallelism: 16", "annotations: {}", "\n    metadata: {annotations: {gpu-fraction: '0.25'}}")))
 	f.Add([]byte(volcanoJob("minAvailable: 2", "{nvidia.com/gpu: 4}", "1", "3")))
 	// Schedulers' own keys, read as requests (see schedkeys.go).
 	f.Add([]byte(pod(", labels: {priorityClassName: train, kai.scheduler/queue: q}, annotations: {kai.scheduler/batch-min-member: '1'}", "{nvidia.com/gpu: 1}")))
@@ -68,6 +69,14 @@ func checkContract(t *testing.T, w Workload) {
 		pods += r.Replicas
 		total += r.Replicas * r.GPUsPerPod
 		perPod = max(perPod, r.GPUsPerPod)
+	}
+	if w.GPUFraction > 0 { // fractions count as the fraction, rounded up once for the gang
+		if milli := int64(total) * FractionMilli(w.GPUFraction); milli != w.TotalMilliGPUs || int((milli+999)/1000) != w.TotalGPUs {
+			t.Fatalf("fractional GPUs miscounted: %d devices at %g, %d milli, %d GPUs", total, w.GPUFraction, w.TotalMilliGPUs, w.TotalGPUs)
+		}
+		total = w.TotalGPUs
+	} else if w.TotalMilliGPUs != int64(w.TotalGPUs)*1000 {
+		t.Fatalf("%d GPUs but %d milli-GPUs", w.TotalGPUs, w.TotalMilliGPUs)
 	}
 	if pods != w.Pods || total != w.TotalGPUs || perPod != w.GPUsPerPod {
 		t.Fatalf("roles disagree with totals: pods %d/%d, GPUs %d/%d, per pod %d/%d", pods, w.Pods, total, w.TotalGPUs, perPod, w.GPUsPerPod)

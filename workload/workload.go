@@ -85,8 +85,14 @@ type Workload struct {
 	// GPUsPerPod is the largest GPU request of any pod in the gang (whole
 	// devices or MIG slices of GPUResource); 0 for CPU-only workloads.
 	GPUsPerPod int `json:"gpusPerPod"`
-	// TotalGPUs is the exact sum over all pods (roles may differ).
+	// TotalGPUs is the exact sum over all pods (roles may differ) in whole
+	// devices; for KAI fractional pods (GPUFraction) it is TotalMilliGPUs
+	// rounded up to whole GPUs, the fraction counted against quota.
 	TotalGPUs int `json:"totalGPUs"`
+	// TotalMilliGPUs is the gang's exact GPU demand in thousandths of a
+	// device: 1000 per whole device, the fraction for KAI gpu-fraction pods
+	// (16 pods at 0.25 make 4000).
+	TotalMilliGPUs int64 `json:"totalMilliGPUs"`
 	// GPUResource is the extended resource name, e.g. nvidia.com/gpu or
 	// nvidia.com/mig-1g.10gb; empty for CPU-only workloads.
 	GPUResource string `json:"gpuResource"`
