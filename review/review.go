@@ -279,6 +279,11 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return cluster.Reservation{}
 	}
+	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
+		// KAI-shared GPUs are held exactly, in milli-GPUs, as their pods
+		// are counted (see ledger.SharedKey).
+		return cluster.Reservation{GPUs: map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}, Preemptible: d.Directives.Preemptible}
+	}
 	return cluster.Reservation{GPUs: map[string]int{w.GPUResource: w.TotalGPUs}, Preemptible: d.Directives.Preemptible}
 }
 
