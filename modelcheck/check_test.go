@@ -222,7 +222,7 @@ var cases = []struct {
 		edit:      func(m map[string]any) { obj(m, "tenants", "research")["scheduler"] = "slurm" },
 		wantPath:  "tenants.research.scheduler",
 		wantCheck: "scheduler",
-		wantMsg:   `unknown scheduler "slurm": known schedulers are volcano, kai and default`,
+		wantMsg:   `unknown scheduler "slurm": known schedulers are volcano, kai, kueue and default`,
 	},
 	{
 		name:      "two tenants in one queue",

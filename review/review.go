@@ -274,9 +274,15 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 }
 
 // reservation is what an admitted workload's GPUs hold until the informers
-// see its pods. Dry runs reserve nothing.
+// see its pods. Dry runs and Kueue's workloads reserve nothing.
 func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
 	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
+		return cluster.Reservation{}
+	}
+	if d.Directives.Scheduler == scheduler.Kueue {
+		// Kueue holds the workload suspended until its ClusterQueue has
+		// room: that quota is Kueue's, so Mandate reserves nothing and
+		// counts the pods once Kueue lets them run.
 		return cluster.Reservation{}
 	}
 	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {

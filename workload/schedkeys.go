@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -48,7 +47,8 @@ type SchedulerKey struct {
 // applies those the normaliser honours as requests: KAI's priorityClassName
 // label is the priority class asked when no pod template names one (a
 // different class in a template is a contradiction, ErrInvalid), KAI's
-// batch-min-member the elastic minimum when none is declared otherwise.
+// batch-min-member (on a top owner) the elastic minimum when none is
+// declared otherwise and it is within the gang.
 // Keys are listed in a fixed order, so the Workload is deterministic.
 func readSchedulerKeys(w *Workload, labels, annotations map[string]string, templateAnnotations []map[string]string) error {
 	var keys []SchedulerKey
@@ -73,14 +73,14 @@ func readSchedulerKeys(w *Workload, labels, annotations map[string]string, templ
 				KAIPriorityClassKey, v, v, w.PriorityClass)
 		}
 	}
-	if v, ok := annotations[KAIBatchMinMemberKey]; ok {
+	// KAI reads batch-min-member from the top owner only: on a pod of a
+	// controller it is the owner's (Mandate copies the owner's directives
+	// onto its pods), not a request of the pod's own.
+	if v, ok := annotations[KAIBatchMinMemberKey]; ok && w.Owner == nil {
 		keys = append(keys, SchedulerKey{Key: "annotation " + KAIBatchMinMemberKey, Asks: AsksGangMin, Value: v})
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 || n > w.Pods {
-			return invalidField("metadata.annotations["+KAIBatchMinMemberKey+"]", v,
-				fmt.Sprintf("must be a whole number from 1 to the gang size %d", w.Pods))
-		}
-		if w.MinPods == 0 {
+		// A minimum within the gang is its elastic minimum; any other value
+		// is left to the model, whose gang minimum overrides it, and says so.
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 && n <= w.Pods && w.MinPods == 0 {
 			w.MinPods = n
 		}
 	}

@@ -47,9 +47,21 @@ func TestSchedulerKeys(t *testing.T) {
 			wantMinPods: 4,
 		},
 		{
-			name:          "batch-min-member beyond the gang",
-			manifest:      job("parallelism: 6", "annotations: {kai.scheduler/batch-min-member: '7'}", ""),
-			wantInvalidIn: "kai.scheduler/batch-min-member",
+			name:     "batch-min-member beyond the gang is left to the model",
+			manifest: job("parallelism: 6", "annotations: {kai.scheduler/batch-min-member: '7'}", ""),
+			wantKeys: []SchedulerKey{{Key: "annotation kai.scheduler/batch-min-member", Asks: AsksGangMin, Value: "7"}},
+		},
+		{
+			name: "a pod of a controller carries its owner's batch-min-member, not a request",
+			manifest: `apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations: {kai.scheduler/batch-min-member: '2'}
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}]
+spec:
+  containers: [{name: c, image: i}]
+`,
 		},
 		{
 			name: "queues of KAI and Volcano, template annotations included, once per value",
