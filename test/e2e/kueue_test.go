@@ -66,15 +66,15 @@ func TestKueueTenant(t *testing.T) {
 
 	// The names rendered are names Kueue's objects take, under its CRDs.
 	for _, manifest := range []string{
-		`{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "gpu"}}`,
-		`{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology", "metadata": {"name": "fabric"},
+		`{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "gpu"}}`,
+		`{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "fabric"},
 		  "spec": {"levels": [{"nodeLabel": "` + tas + `"}]}}`,
-		`{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "product"},
+		`{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "product"},
 		  "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
 		    "flavors": [{"name": "gpu", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}}`,
-		`{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "` + queue + `", "namespace": "product"},
+		`{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "` + queue + `", "namespace": "product"},
 		  "spec": {"clusterQueue": "product"}}`,
-		`{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": "` + class + `"}, "value": 50}`,
+		`{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "` + class + `"}, "value": 50}`,
 	} {
 		obj := object(t, manifest)
 		if err := s.env.Client.Create(ctx, obj); err != nil {
