@@ -24,6 +24,7 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -76,7 +77,11 @@ type Service struct {
 	// Owners, when set, reads pods' owners to recognise pods of admitted
 	// gangs (GangDirectives); nil decides every pod on its own.
 	Owners Reader
-	// ReadTimeout bounds one read of Namespaces or Owners;
+	// Claims, when set, reads the DRA ResourceClaims and
+	// ResourceClaimTemplates pods reference, to count their GPUs (a cached
+	// client in serve); nil leaves them uncounted, with a warning.
+	Claims Reader
+	// ReadTimeout bounds one read of Namespaces, Owners or Claims;
 	// DefaultReadTimeout when zero.
 	ReadTimeout time.Duration
 	// Shadow, when set, is asked once per Review for a candidate
@@ -138,6 +143,16 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	if decider == nil {
 		return Result{}, evaluator.Input{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
 	}
+	var claimWarnings []string
+	if len(w.Claims) > 0 {
+		var m model.Model
+		if md, ok := decider.(modeled); ok {
+			m = md.Model()
+		}
+		if claimWarnings, err = s.resolveClaims(ctx, &w, m); err != nil {
+			return Result{}, evaluator.Input{}, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+		}
+	}
 	in := evaluator.Input{Request: req, Namespace: ns, Workload: w, Object: obj.Object, Explain: s.Explain}
 	var d evaluator.Decision
 	var reserved cluster.Reservation
@@ -152,6 +167,9 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 			return cluster.Reservation{}, err
 		}
 		d = scheduler.RefuseUnrenderable(w, d)
+		if len(claimWarnings) > 0 {
+			d.Warnings = append(append([]string(nil), d.Warnings...), claimWarnings...)
+		}
 		reserved = reservation(w, d, req.DryRun)
 		return reserved, nil
 	})

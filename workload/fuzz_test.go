@@ -27,6 +27,8 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(pod(", annotations: {gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", "{}")))
 	f.Add([]byte(job("parallelism: 16", "annotations: {}", "\n    metadata: {annotations: {gpu-fraction: '0.25'}}")))
 	f.Add([]byte(volcanoJob("minAvailable: 2", "{nvidia.com/gpu: 4}", "1", "3")))
+	// DRA claim references (counted by the review service).
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims: [{name: g, resourceClaimTemplateName: one-gpu}, {name: s, resourceClaimName: shared}, {name: x}]\n  containers: [{name: c, image: i, resources: {claims: [{name: g}]}}]\n"))
 	// Schedulers' own keys, read as requests (see schedkeys.go).
 	f.Add([]byte(pod(", labels: {priorityClassName: train, kai.scheduler/queue: q}, annotations: {kai.scheduler/batch-min-member: '1'}", "{nvidia.com/gpu: 1}")))
 	f.Add([]byte(volcanoJob("minAvailable: 2\n  queue: default", "{nvidia.com/gpu: 1}", "4")))

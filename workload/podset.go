@@ -64,6 +64,18 @@ func fromPodSets(w *Workload, sets []podSet) error {
 					sharingRole, s.Name, sharing.describe(), gpu.describe())
 			}
 		}
+		for _, rc := range spec.ResourceClaims {
+			c := PodClaim{Role: len(w.Roles) - 1, Name: rc.Name}
+			switch {
+			case rc.ResourceClaimName != nil && *rc.ResourceClaimName != "":
+				c.ResourceClaimName = *rc.ResourceClaimName
+			case rc.ResourceClaimTemplateName != nil && *rc.ResourceClaimTemplateName != "":
+				c.TemplateName = *rc.ResourceClaimTemplateName
+			default:
+				continue
+			}
+			w.Claims = append(w.Claims, c)
+		}
 		if p := product(spec); p != "" && !contains(products, p) {
 			products = append(products, p)
 		}

@@ -134,6 +134,11 @@ type Workload struct {
 	// order of Roles; "" means the object is itself a Pod. Scheduler
 	// adapters patch these.
 	Templates []string `json:"-"`
+	// Claims lists the DRA ResourceClaims the pod templates reference, one
+	// entry per reference, in role order. Resolving them into GPU demand
+	// needs the claims and templates themselves (separate objects): the
+	// review service does it (review.Service.Claims).
+	Claims []PodClaim `json:"-"`
 	// Labels and Annotations of the object itself (not of its pod template).
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
@@ -165,4 +170,17 @@ type Owner struct {
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
 	UID        string `json:"uid"`
+}
+
+// PodClaim is one entry of a pod template's spec.resourceClaims: either a
+// ResourceClaim shared by every pod that names it, or a
+// ResourceClaimTemplate from which each pod gets its own claim.
+type PodClaim struct {
+	// Role is the index in Workload.Roles of the template that references it.
+	Role int
+	// Name is the entry's name in the pod spec.
+	Name string
+	// ResourceClaimName names a shared ResourceClaim; TemplateName a
+	// ResourceClaimTemplate. Exactly one is set.
+	ResourceClaimName, TemplateName string
 }
