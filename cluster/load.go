@@ -15,7 +15,8 @@ import (
 // LoadFile feeds the state from a snapshot file: what
 // `kubectl get nodes,pods,namespaces -A -o yaml` prints (a List, or
 // multi-document YAML or JSON). It streams, so a dump of a large cluster is
-// never held whole. Objects other than Nodes, Pods and Namespaces are skipped.
+// never held whole. Objects other than Nodes, Pods, Namespaces and DRA
+// claims and claim templates are skipped.
 func (s *State) LoadFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -66,9 +67,13 @@ func eachItem(obj *unstructured.Unstructured, fn func(*unstructured.Unstructured
 	})
 }
 
-// Add feeds the state one object: a Node, Pod or Namespace (core v1);
-// anything else is skipped.
+// Add feeds the state one object: a Node, Pod or Namespace (core v1), or a
+// DRA ResourceClaim or ResourceClaimTemplate (Claims); anything else is
+// skipped.
 func (s *State) Add(obj *unstructured.Unstructured) error {
+	if s.claims.add(obj) {
+		return nil
+	}
 	if obj.GetAPIVersion() != "v1" {
 		return nil
 	}

@@ -43,7 +43,14 @@ type State struct {
 	// shared, when set, keeps reservations in TenantLedger objects
 	// (ShareReservations).
 	shared *shared
+	// claims are the DRA claims of a snapshot file (Claims).
+	claims ClaimStore
 }
+
+// Claims reads the DRA claims and claim templates the state was loaded
+// with from a snapshot file (none from informers: serve reads them
+// through its cache).
+func (s *State) Claims() *ClaimStore { return &s.claims }
 
 // New returns an empty State for an authority model: its topology levels
 // shape the cluster model, its tenants and tiers the ledger.

@@ -34,13 +34,14 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Namespace: workload.Namespace{Name: "ns", Labels: map[string]string{"mandate.dev/tenant": "t"}},
 		Workload: workload.Workload{
 			Kind: "PyTorchJob", APIVersion: "kubeflow.org/v1", Name: "j", Namespace: "ns", Tenant: "t",
-			Class: workload.ClassTraining, Pods: 4, MinPods: 2, GPUsPerPod: 8, TotalGPUs: 32,
+			Class: workload.ClassTraining, Pods: 4, MinPods: 2, GPUsPerPod: 8, TotalGPUs: 32, TotalMilliGPUs: 32000,
 			GPUResource: "nvidia.com/gpu", GPUFraction: 0.5, GPUMemoryMiB: 4096, GPUProduct: "H100", PriorityClass: "train",
 			Topology: workload.TopologyRequest{Required: "block", Preferred: "clique"}, Scheduler: "volcano",
 			Roles:        []workload.Role{{Name: "Master", Replicas: 1, GPUsPerPod: 8}, {Name: "Worker", Replicas: 3, GPUsPerPod: 8}},
 			Owner:        &workload.Owner{APIVersion: "batch/v1", Kind: "Job", Name: "o", UID: "u"},
 			GenerateName: "j-",
 			Labels:       map[string]string{"l": "1"}, Annotations: map[string]string{"a": "2"},
+			SchedulerKeys: []workload.SchedulerKey{{Key: "label kai.scheduler/queue", Asks: workload.AsksQueue, Value: "q"}},
 		},
 		Usage: map[string]map[string]ledger.Usage{"t": {"nvidia.com/gpu": {Total: 3, NonPreemptible: 1}}},
 	}

@@ -22,7 +22,7 @@ func init() {
 		"gpusPerPod", "totalGPUs", "gpuResource", "gpuProduct", "priorityClass",
 		"topology", "required", "preferred", "scheduler", "roles", "replicas",
 		"annotations", "gpuFraction", "gpuMemoryMiB", "generateName", "owner", "uid",
-		"requestedPreemptible", "requestedPreemptibleBy",
+		"requestedPreemptible", "requestedPreemptibleBy", "schedulerKeys", "key", "asks", "value", "totalMilliGPUs",
 		"usage", "total", "nonPreemptible", "object",
 	)
 }
@@ -90,6 +90,7 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 		ast.Item(str("minPods"), num(w.MinPods)),
 		ast.Item(str("gpusPerPod"), num(w.GPUsPerPod)),
 		ast.Item(str("totalGPUs"), num(w.TotalGPUs)),
+		ast.Item(str("totalMilliGPUs"), ast.InternedTerm(w.TotalMilliGPUs)),
 		ast.Item(str("gpuResource"), str(w.GPUResource)),
 		ast.Item(str("gpuProduct"), str(w.GPUProduct)),
 		ast.Item(str("priorityClass"), str(w.PriorityClass)),
@@ -115,6 +116,17 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 		items = append(items,
 			ast.Item(str("requestedPreemptible"), ast.BooleanTerm(*w.RequestedPreemptible)),
 			ast.Item(str("requestedPreemptibleBy"), str(w.RequestedPreemptibleBy)))
+	}
+	if len(w.SchedulerKeys) > 0 {
+		keys := make([]*ast.Term, len(w.SchedulerKeys))
+		for i, k := range w.SchedulerKeys {
+			keys[i] = ast.ObjectTerm(
+				ast.Item(str("key"), str(k.Key)),
+				ast.Item(str("asks"), str(k.Asks)),
+				ast.Item(str("value"), str(k.Value)),
+			)
+		}
+		items = append(items, ast.Item(str("schedulerKeys"), ast.ArrayTerm(keys...)))
 	}
 	if w.Owner != nil {
 		items = append(items, ast.Item(str("owner"), ast.ObjectTerm(

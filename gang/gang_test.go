@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -146,6 +147,46 @@ func TestGang(t *testing.T) {
 		minMember, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
 		assert.Equal(t, int64(1), minMember)
 		assert.Equal(t, "Pod", pg.GetOwnerReferences()[0].Kind)
+	})
+
+	t.Run("ReplicaSet's pods share the group they are pointed at", func(t *testing.T) {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns},
+		})))
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "serve-7d9f", Namespace: ns},
+			Spec: appsv1.ReplicaSetSpec{
+				Replicas: ptr.To(int32(0)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serve"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "serve"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "nvcr.io/nvidia/tritonserver:25.01-py3"}}},
+				},
+			},
+		}
+		require.NoError(t, c.Create(ctx, rs))
+		d := volcanoDirectives
+		d.GangMin = 1
+		var groups []string
+		for range 2 {
+			// As the ReplicaSet controller makes them: generateName, owned.
+			pod := podObject("")
+			pod.SetName("")
+			pod.SetGenerateName("serve-7d9f-")
+			pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet",
+				Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}})
+			pod = admitted(t, pod, d)
+			group, _, _ := unstructured.NestedString(pod.Object, "metadata", "annotations", scheduler.AnnotationGroupName)
+			groups = append(groups, group)
+			require.NoError(t, c.Create(ctx, pod))
+		}
+		require.Equal(t, []string{"mandate-replicaset-serve-7d9f", "mandate-replicaset-serve-7d9f"}, groups)
+		pg := waitPodGroup(t, c, groups[0])
+		minMember, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
+		assert.Equal(t, int64(1), minMember, "each replica is a gang of one")
+		assert.Equal(t, []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true),
+		}}, pg.GetOwnerReferences(), "the group goes with the ReplicaSet, not with one pod")
 	})
 
 	noPodGroup := []struct {

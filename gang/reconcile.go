@@ -87,6 +87,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Controller:         ptr.To(true),
 		BlockOwnerDeletion: ptr.To(true),
 	}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && r.gvk == podGVK {
+		// A pod of a controller that is no gang kind: its group is named
+		// after that controller (scheduler.PodGroupName) and shared by all
+		// its pods, so it goes with the controller, not with one pod.
+		// No blockOwnerDeletion: that would need the right to delete the
+		// controller, which Mandate does not ask for.
+		owner = metav1.OwnerReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
+			Controller: ptr.To(true)}
+	}
 	want := scheduler.PodGroup(w, d, owner, nil)
 	op, err := r.apply(ctx, want, owner)
 	if err != nil {

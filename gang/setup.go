@@ -7,9 +7,11 @@
 // each a gang of one) and create or update that PodGroup from those
 // directives, owned by the workload so the garbage collector removes it with
 // the workload. Volcano Jobs are left alone (Volcano's job controller keeps
-// their PodGroup), as are pods with a controlling owner (their owner is the
-// gang), KAI- and default-scheduled workloads (KAI's podgrouper builds its
-// own groups).
+// their PodGroup), as are pods whose controlling owner is a gang kind
+// (their owner is the gang), KAI- and default-scheduled workloads (KAI's
+// podgrouper builds its own groups). Pods of other controllers (a
+// Deployment's ReplicaSet) are each a gang of one that share one PodGroup
+// named after, and owned by, their controller.
 //
 // The watches hold only object metadata; the full object is read from the
 // API server for the workloads that need a PodGroup. Dry-run requests need
@@ -128,11 +130,18 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 }
 
 // isCandidate is true for objects of kind gvk that may need a PodGroup:
-// admitted by Mandate, and not a pod a controller made (its owner is the
-// gang).
+// admitted by Mandate, and not a pod of a gang owner (its owner is the
+// gang). A pod whose controller is no gang kind (a ReplicaSet's, a
+// StatefulSet's) was decided as a gang of one and pointed at a group
+// named after that controller (scheduler.PodGroupName), which this
+// controller keeps.
 func isCandidate(gvk schema.GroupVersionKind, o client.Object) bool {
 	if _, ok, _ := scheduler.RecordedDirectives(o.GetAnnotations()); !ok {
 		return false
 	}
-	return gvk != podGVK || metav1.GetControllerOfNoCopy(o) == nil
+	if gvk != podGVK {
+		return true
+	}
+	ref := metav1.GetControllerOfNoCopy(o)
+	return ref == nil || !workload.IsGangOwner(ref)
 }

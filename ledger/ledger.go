@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/model"
-	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -157,7 +156,7 @@ func (l *Ledger) setTenant(ns, tenant string) {
 // under, so they count once.
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	key := pod.Namespace + "/" + pod.Name
-	gpus := topology.PodGPURequests(pod)
+	gpus := podDemand(pod)
 	var next podEntry
 	counted := false
 	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
@@ -247,7 +246,7 @@ func (l *Ledger) preemptible(e podEntry) bool {
 // the view in which a change of that owner's demand is decided as its
 // whole new demand.
 func (l *Ledger) UsageExcluding(tenant, ownerUID string) map[string]map[string]Usage {
-	out := l.Usage(tenant)
+	out := l.usage(tenant)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	for _, e := range l.pods {
@@ -271,12 +270,20 @@ func (l *Ledger) UsageExcluding(tenant, ownerUID string) map[string]map[string]U
 			}
 		}
 	}
+	foldAll(out) // after the pods' shared milli-GPUs are taken out
 	return out
 }
 
 // Usage returns the rolled-up usage of the tenant and each of its ancestors:
 // what input.usage holds for a decision.
 func (l *Ledger) Usage(tenant string) map[string]map[string]Usage {
+	out := l.usage(tenant)
+	foldAll(out)
+	return out
+}
+
+// usage is Usage with shared GPUs still in milli-GPUs under SharedKey.
+func (l *Ledger) usage(tenant string) map[string]map[string]Usage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()

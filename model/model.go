@@ -40,6 +40,24 @@ type Model struct {
 		Name   string           `json:"name"`
 		Levels []topology.Level `json:"levels"`
 	} `json:"topology"`
+	// DeviceClasses maps DRA DeviceClass names to the quota resource a
+	// device of the class counts as (see DeviceResource).
+	DeviceClasses map[string]string `json:"deviceClasses"`
+}
+
+// DefaultDeviceClasses are the DRA DeviceClasses counted as GPUs without
+// a deviceClasses entry: the NVIDIA DRA driver's whole GPUs.
+var DefaultDeviceClasses = map[string]string{"gpu.nvidia.com": "nvidia.com/gpu"}
+
+// DeviceResource is the quota resource a device of DRA DeviceClass class
+// counts as: the model's deviceClasses entry, else DefaultDeviceClasses';
+// ok is false for a class the model does not count as GPUs.
+func (m Model) DeviceResource(class string) (string, bool) {
+	if r, ok := m.DeviceClasses[class]; ok {
+		return r, r != ""
+	}
+	r, ok := DefaultDeviceClasses[class]
+	return r, ok
 }
 
 // Tenant is one tenant of the model, as far as Go needs it. Quota stays

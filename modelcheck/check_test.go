@@ -263,11 +263,18 @@ var cases = []struct {
 		wantMsg:   "inference may preempt build, but build is not preemptible (priorities.build.preemptible is false)",
 	},
 	{
+		name:      "device class mapped to a non-GPU resource",
+		edit:      func(m map[string]any) { obj(m, "deviceClasses")["gpu.nvidia.com"] = "cpu" },
+		wantPath:  `deviceClasses["gpu.nvidia.com"]`,
+		wantCheck: "deviceClasses",
+		wantMsg:   `DeviceClass gpu.nvidia.com counts as "cpu", which is not a GPU resource`,
+	},
+	{
 		name:      "unknown scheduler",
 		edit:      func(m map[string]any) { obj(m, "tenants", "research")["scheduler"] = "slurm" },
 		wantPath:  "tenants.research.scheduler",
 		wantCheck: "scheduler",
-		wantMsg:   `unknown scheduler "slurm": known schedulers are volcano, kai and default`,
+		wantMsg:   `unknown scheduler "slurm": known schedulers are volcano, kai, kueue and default`,
 	},
 	{
 		name:      "two tenants in one queue",

@@ -13,6 +13,7 @@ var checks = []struct {
 	{"scheduler", checkSchedulers},
 	{"topology", checkTopology},
 	{"enforcement", checkEnforcement},
+	{"deviceClasses", checkDeviceClasses},
 }
 
 // CheckNames names the semantic checks, as Problem.Check names them; the

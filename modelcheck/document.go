@@ -27,7 +27,8 @@ type document struct {
 			Preferred string `json:"preferred"`
 		} `json:"rules"`
 	} `json:"topology"`
-	Enforcement map[string]string `json:"enforcement"`
+	Enforcement   map[string]string `json:"enforcement"`
+	DeviceClasses map[string]string `json:"deviceClasses"`
 }
 
 type tenant struct {

@@ -9,7 +9,7 @@ import (
 // Schedulers are the schedulers a tenant may name: those package scheduler
 // has an adapter for (a test keeps the two lists one), "default" being the
 // Kubernetes default scheduler.
-var Schedulers = []string{"volcano", "kai", "default"}
+var Schedulers = []string{"volcano", "kai", "kueue", "default"}
 
 // defaultScheduler runs the work of a tenant whose chain names none.
 const defaultScheduler = "default"

@@ -24,6 +24,7 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -81,7 +82,11 @@ type Service struct {
 	// answers what the cache has not seen yet (an owner created a moment
 	// ago) or holds under another UID (deleted and created again).
 	OwnerCache Reader
-	// ReadTimeout bounds one read of Namespaces or Owners;
+	// Claims, when set, reads the DRA ResourceClaims and
+	// ResourceClaimTemplates pods reference, to count their GPUs (a cached
+	// client in serve); nil leaves them uncounted, with a warning.
+	Claims Reader
+	// ReadTimeout bounds one read of Namespaces, Owners or Claims;
 	// DefaultReadTimeout when zero.
 	ReadTimeout time.Duration
 	// Shadow, when set, is asked once per Review for a candidate
@@ -152,6 +157,16 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	if decider == nil {
 		return Result{}, evaluator.Input{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
 	}
+	var claimWarnings []string
+	if len(w.Claims) > 0 {
+		var m model.Model
+		if md, ok := decider.(modeled); ok {
+			m = md.Model()
+		}
+		if claimWarnings, err = s.resolveClaims(ctx, &w, m); err != nil {
+			return Result{}, evaluator.Input{}, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+		}
+	}
 	in := evaluator.Input{Request: req, Namespace: ns, Workload: w, Object: obj.Object, Explain: s.Explain}
 	var d evaluator.Decision
 	var reserved cluster.Reservation
@@ -164,6 +179,10 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 		var err error
 		if d, err = decider.Decide(ctx, in); err != nil {
 			return cluster.Reservation{}, err
+		}
+		d = scheduler.RefuseUnrenderable(w, d)
+		if len(claimWarnings) > 0 {
+			d.Warnings = append(append([]string(nil), d.Warnings...), claimWarnings...)
 		}
 		reserved = reservation(w, d, req.DryRun)
 		return reserved, nil
@@ -282,8 +301,8 @@ func (s *Service) ReviewChange(ctx context.Context, cur *unstructured.Unstructur
 	return out, nil
 }
 
-// normalize is the workload as submitted. A preemptibility key that only
-// repeats what Mandate recorded when it admitted the object (the API
+// normalize is the workload as submitted. A preemptibility key or a
+// scheduler key (queue, gang minimum) that only repeats what Mandate recorded when it admitted the object (the API
 // server reinvoking /mutate after an in-tree plugin changed the object,
 // or an audit of stored objects) is Mandate's own mark, not the tenant
 // asking: it is not read as a request.
@@ -295,20 +314,33 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 	if w.Namespace == "" {
 		w.Namespace = "default"
 	}
-	if w.RequestedPreemptible != nil {
-		if recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations()); err == nil && ok &&
-			recorded.Preemptible == *w.RequestedPreemptible {
-			w.RequestedPreemptible, w.RequestedPreemptibleBy = nil, ""
-		}
+	recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations())
+	if err != nil || !ok {
+		return w, nil
 	}
+	if w.RequestedPreemptible != nil && recorded.Preemptible == *w.RequestedPreemptible {
+		w.RequestedPreemptible, w.RequestedPreemptibleBy = nil, ""
+	}
+	w.SchedulerKeys = scheduler.UnrecordedKeys(w.SchedulerKeys, recorded)
 	return w, nil
 }
 
 // reservation is what an admitted workload's GPUs hold until the informers
-// see its pods. Dry runs reserve nothing.
+// see its pods. Dry runs and Kueue's workloads reserve nothing.
 func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
 	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return cluster.Reservation{}
+	}
+	if d.Directives.Scheduler == scheduler.Kueue {
+		// Kueue holds the workload suspended until its ClusterQueue has
+		// room: that quota is Kueue's, so Mandate reserves nothing and
+		// counts the pods once Kueue lets them run.
+		return cluster.Reservation{}
+	}
+	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
+		// KAI-shared GPUs are held exactly, in milli-GPUs, as their pods
+		// are counted (see ledger.SharedKey).
+		return cluster.Reservation{GPUs: map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}, Preemptible: d.Directives.Preemptible}
 	}
 	// A workload of one GPU product reserves under the product's key too
 	// (ledger.ProductKey): that product's quota is spent as well.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler"
 )
 
 // Kinds of difference between a shadow decision and the active one, as
@@ -70,6 +71,7 @@ func decideShadow(ctx context.Context, shadow Decider, in evaluator.Input, activ
 			"decisionID", active.ID, "revision", active.Revision, "shadowRevision", revision)
 		return nil
 	}
+	d = scheduler.RefuseUnrenderable(in.Workload, d)
 	diffs := Differences(active, d)
 	out := &Shadow{Revision: d.Revision, Decision: d}
 	if len(diffs) == 0 {

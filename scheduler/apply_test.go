@@ -114,7 +114,8 @@ func TestVolcanoJobSpec(t *testing.T) {
 		wantTopology     any
 	}{
 		{"gang minimum fills an absent minAvailable", nil, evaluator.Directives{GangMin: 2}, int64(2), nil},
-		{"a user's minAvailable stays", int64(3), evaluator.Directives{GangMin: 2}, int64(3), nil},
+		{"the model's gang minimum is written over a user's minAvailable (the policy warns)", int64(3), evaluator.Directives{GangMin: 2}, int64(2), nil},
+		{"a user's minAvailable stays when the model sets no gang minimum", int64(3), evaluator.Directives{}, int64(3), nil},
 		{"no gang minimum, nothing set", nil, evaluator.Directives{}, nil, nil},
 		{"soft topology", nil, evaluator.Directives{PreferredLevel: "rack", PreferredTier: 1},
 			nil, map[string]any{"mode": "soft", "highestTierAllowed": int64(1)}},

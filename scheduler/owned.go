@@ -16,7 +16,7 @@ const OwnedPrefix = "mandate.dev/"
 // write from a decision: who runs, in which queue, at which priority,
 // preemptible or not, in which gang and topology. Read only.
 var (
-	OwnedLabels      = []string{LabelKAIQueue, LabelKAIPriorityClass, workload.KAIPreemptibility.Key}
+	OwnedLabels      = []string{LabelKAIQueue, LabelKAIPriorityClass, workload.KAIPreemptibility.Key, LabelKueueQueueName, LabelKueuePriorityClass}
 	OwnedAnnotations = []string{
 		AnnotationKAITopology, AnnotationKAIRequiredPlacement, AnnotationKAIPreferredPlacement, AnnotationKAIBatchMinMember,
 		AnnotationGroupName, AnnotationQueueName, workload.VolcanoPreemptable.Key,

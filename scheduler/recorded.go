@@ -3,8 +3,10 @@ package scheduler
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Marks is the AnnotationDirectives value that records d.
@@ -29,4 +31,21 @@ func RecordedDirectives(annotations map[string]string) (evaluator.Directives, bo
 		return evaluator.Directives{}, false, fmt.Errorf("unreadable %s: %w", AnnotationDirectives, err)
 	}
 	return d, true, nil
+}
+
+// UnrecordedKeys returns keys without those that only repeat what the
+// recorded directives told the scheduler (the same queue or gang minimum):
+// on an object Mandate admitted, those are its own marks, not the user
+// asking. A priority class is always the class asked, wherever it is read.
+func UnrecordedKeys(keys []workload.SchedulerKey, recorded evaluator.Directives) []workload.SchedulerKey {
+	var out []workload.SchedulerKey
+	for _, k := range keys {
+		switch {
+		case k.Asks == workload.AsksQueue && k.Value == recorded.Queue:
+		case k.Asks == workload.AsksGangMin && recorded.GangMin > 0 && k.Value == strconv.Itoa(recorded.GangMin):
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
 }

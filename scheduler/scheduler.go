@@ -36,6 +36,7 @@ type Adapter interface {
 const (
 	Volcano = "volcano"
 	KAI     = "kai"
+	Kueue   = "kueue"
 	Default = "default"
 )
 
@@ -56,10 +57,12 @@ func For(scheduler string) (Adapter, error) {
 		return volcanoAdapter{}, nil
 	case KAI:
 		return kaiAdapter{}, nil
+	case Kueue:
+		return kueueAdapter{}, nil
 	case Default, "":
 		return defaultAdapter{}, nil
 	}
-	return nil, fmt.Errorf("%w %q: known schedulers are %s, %s and %s", ErrUnknownScheduler, scheduler, Volcano, KAI, Default)
+	return nil, fmt.Errorf("%w %q: known schedulers are %s, %s, %s and %s", ErrUnknownScheduler, scheduler, Volcano, KAI, Kueue, Default)
 }
 
 // defaultAdapter renders only what every scheduler understands.

@@ -46,7 +46,8 @@ func (volcanoAdapter) Name() string { return Volcano }
 // A Volcano Job is different: Volcano's job controller owns its PodGroup, so
 // Apply sets no group-name and instead writes the job's own spec fields:
 // schedulerName, queue, priorityClassName, networkTopology, and minAvailable
-// when the job does not set one.
+// when the model sets a gang minimum (the job's own minAvailable, read as
+// its elastic minimum, is what the model keeps unless it decides otherwise).
 //
 // A gang of more than one pod whose required (else preferred) level is the
 // node, which no networkTopology tier names, gets on every pod template the
@@ -99,7 +100,10 @@ func (volcanoAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload,
 	if d.PriorityClass != "" {
 		spec["priorityClassName"] = d.PriorityClass
 	}
-	if !hasCount(spec, "minAvailable") && d.GangMin > 0 {
+	if d.GangMin > 0 {
+		// The model's gang minimum: the job's own minAvailable is its
+		// elastic minimum unless mandate.dev/min-available says otherwise,
+		// and the policy warns when it overrides it.
 		spec["minAvailable"] = int64(d.GangMin)
 	}
 	if topology != nil {
@@ -172,18 +176,4 @@ func dnsLabel(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// hasCount reports whether m[field] is a number other than 0 (Volcano's
-// "unset"), whichever numeric type the decoder chose.
-func hasCount(m map[string]any, field string) bool {
-	switch n := m[field].(type) {
-	case int64:
-		return n != 0
-	case float64:
-		return n != 0
-	case int:
-		return n != 0
-	}
-	return false
 }

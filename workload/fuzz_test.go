@@ -25,7 +25,14 @@ func FuzzNormalize(f *testing.F) {
 		}
 	}
 	f.Add([]byte(pod(", annotations: {gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", "{}")))
+	f.Add([]byte(job("parallelism: 16", "annotations: {}", "\n    metadata: {annotations: {gpu-fraction: '0.25'}}")))
 	f.Add([]byte(volcanoJob("minAvailable: 2", "{nvidia.com/gpu: 4}", "1", "3")))
+	// DRA claim references (counted by the review service).
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims: [{name: g, resourceClaimTemplateName: one-gpu}, {name: s, resourceClaimName: shared}, {name: x}]\n  containers: [{name: c, image: i, resources: {claims: [{name: g}]}}]\n"))
+	// Schedulers' own keys, read as requests (see schedkeys.go).
+	f.Add([]byte(pod(", labels: {priorityClassName: train, kai.scheduler/queue: q}, annotations: {kai.scheduler/batch-min-member: '1'}", "{nvidia.com/gpu: 1}")))
+	f.Add([]byte(volcanoJob("minAvailable: 2\n  queue: default", "{nvidia.com/gpu: 1}", "4")))
+	f.Add([]byte(job("parallelism: 6", "annotations: {kai.scheduler/batch-min-member: ' 2', scheduling.volcano.sh/queue-name: x}", "\n      priorityClassName: build")))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := Decode(data)
@@ -65,6 +72,14 @@ func checkContract(t *testing.T, w Workload) {
 		total += r.Replicas * r.GPUsPerPod
 		perPod = max(perPod, r.GPUsPerPod)
 	}
+	if w.GPUFraction > 0 { // fractions count as the fraction, rounded up once for the gang
+		if milli := int64(total) * FractionMilli(w.GPUFraction); milli != w.TotalMilliGPUs || int((milli+999)/1000) != w.TotalGPUs {
+			t.Fatalf("fractional GPUs miscounted: %d devices at %g, %d milli, %d GPUs", total, w.GPUFraction, w.TotalMilliGPUs, w.TotalGPUs)
+		}
+		total = w.TotalGPUs
+	} else if w.TotalMilliGPUs != int64(w.TotalGPUs)*1000 {
+		t.Fatalf("%d GPUs but %d milli-GPUs", w.TotalGPUs, w.TotalMilliGPUs)
+	}
 	if pods != w.Pods || total != w.TotalGPUs || perPod != w.GPUsPerPod {
 		t.Fatalf("roles disagree with totals: pods %d/%d, GPUs %d/%d, per pod %d/%d", pods, w.Pods, total, w.TotalGPUs, perPod, w.GPUsPerPod)
 	}
@@ -73,6 +88,11 @@ func checkContract(t *testing.T, w Workload) {
 	}
 	if w.GPUFraction < 0 || w.GPUFraction >= 1 || w.Labels == nil || w.Annotations == nil {
 		t.Fatalf("malformed workload: %+v", w)
+	}
+	for _, k := range w.SchedulerKeys {
+		if k.Key == "" || (k.Asks != AsksQueue && k.Asks != AsksPriorityClass && k.Asks != AsksGangMin) {
+			t.Fatalf("malformed scheduler key %+v", k)
+		}
 	}
 	if w.Name == "" && w.GenerateName == "" {
 		t.Fatalf("workload without a name: %+v", w)

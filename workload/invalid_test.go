@@ -125,21 +125,36 @@ func TestNormalizeSharing(t *testing.T) {
 		wantPerPod  int
 		wantFrac    float64
 		wantMem     int64
+		wantMilli   int64 // the fraction counted against quota
+		wantTotal   int   // TotalMilliGPUs rounded up
 	}{
-		{"fraction", "{gpu-fraction: '0.25'}", 1, 0.25, 0},
-		{"fraction over two devices", "{gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", 2, 0.5, 0},
-		{"memory", "{gpu-memory: '20480'}", 1, 0, 20480},
-		{"empty fraction is none", "{gpu-fraction: ''}", 0, 0, 0},
+		{"fraction", "{gpu-fraction: '0.25'}", 1, 0.25, 0, 250, 1},
+		{"fraction over two devices", "{gpu-fraction: '0.5', gpu-fraction-num-devices: '2'}", 2, 0.5, 0, 1000, 1},
+		{"memory", "{gpu-memory: '20480'}", 1, 0, 20480, 1000, 1},
+		{"empty fraction is none", "{gpu-fraction: ''}", 0, 0, 0, 0, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := mustNormalize(t, pod(", annotations: "+tc.annotations, "{}"))
 			assert.Equal(t, tc.wantPerPod, w.GPUsPerPod, "gpusPerPod")
-			assert.Equal(t, tc.wantPerPod, w.TotalGPUs, "totalGPUs")
+			assert.Equal(t, tc.wantTotal, w.TotalGPUs, "totalGPUs")
+			assert.Equal(t, tc.wantMilli, w.TotalMilliGPUs, "totalMilliGPUs")
 			assert.Equal(t, tc.wantFrac, w.GPUFraction, "fraction")
 			assert.Equal(t, tc.wantMem, w.GPUMemoryMiB, "memory")
 		})
 	}
+}
+
+// TestFractionsCountAsFractions: 16 pods at gpu-fraction 0.25 count 4
+// GPUs against quota, not 16; a thousandth is the resolution, rounded up.
+func TestFractionsCountAsFractions(t *testing.T) {
+	w := mustNormalize(t, job("parallelism: 16\n  completions: 16", "annotations: {}",
+		"\n    metadata: {annotations: {gpu-fraction: '0.25'}}"))
+	assert.Equal(t, 16, w.Pods)
+	assert.Equal(t, int64(4000), w.TotalMilliGPUs)
+	assert.Equal(t, 4, w.TotalGPUs)
+	assert.Equal(t, int64(334), FractionMilli(0.3334))
+	assert.Equal(t, int64(100), FractionMilli(0.1))
 }
 
 func TestNormalizeSidecars(t *testing.T) {

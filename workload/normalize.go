@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +40,9 @@ func Normalize(obj *unstructured.Unstructured) (Workload, error) {
 	}
 	w.APIVersion, w.Kind = apiVersion, kind
 	if err := applyMetadata(&w, meta); err != nil {
+		return Workload{}, fmt.Errorf("%s %s: %w", kind, displayName(meta), err)
+	}
+	if err := readSchedulerKeys(&w, meta.Labels, meta.Annotations, templateAnnotations(obj.Object, w.Templates)); err != nil {
 		return Workload{}, fmt.Errorf("%s %s: %w", kind, displayName(meta), err)
 	}
 	if err := checkInvariants(w); err != nil {
@@ -140,4 +144,47 @@ func copyMap(in map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// templateAnnotations returns the annotations of the pod templates at ptrs
+// ("" is the object itself), skipping any that are not string maps.
+func templateAnnotations(obj map[string]any, ptrs []string) []map[string]string {
+	var out []map[string]string
+	for _, ptr := range ptrs {
+		t := obj
+		if ptr != "" {
+			t = indexedField(obj, ptr)
+		}
+		ann := mapField(t, "metadata", "annotations")
+		m := make(map[string]string, len(ann))
+		for k, v := range ann {
+			if s, ok := v.(string); ok {
+				m[k] = s
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// indexedField follows a JSON pointer whose tokens may index arrays
+// ("/spec/tasks/0/template"); nil when it leads nowhere or to a non-object.
+func indexedField(obj map[string]any, ptr string) map[string]any {
+	var cur any = obj
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		switch node := cur.(type) {
+		case map[string]any:
+			cur = node[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil
+			}
+			cur = node[i]
+		default:
+			return nil
+		}
+	}
+	m, _ := cur.(map[string]any)
+	return m
 }

@@ -64,6 +64,18 @@ func fromPodSets(w *Workload, sets []podSet) error {
 					sharingRole, s.Name, sharing.describe(), gpu.describe())
 			}
 		}
+		for _, rc := range spec.ResourceClaims {
+			c := PodClaim{Role: len(w.Roles) - 1, Name: rc.Name}
+			switch {
+			case rc.ResourceClaimName != nil && *rc.ResourceClaimName != "":
+				c.ResourceClaimName = *rc.ResourceClaimName
+			case rc.ResourceClaimTemplateName != nil && *rc.ResourceClaimTemplateName != "":
+				c.TemplateName = *rc.ResourceClaimTemplateName
+			default:
+				continue
+			}
+			w.Claims = append(w.Claims, c)
+		}
 		if p := product(spec); p != "" && !contains(products, p) {
 			products = append(products, p)
 		}
@@ -84,7 +96,25 @@ func fromPodSets(w *Workload, sets []podSet) error {
 		w.GPUProduct = products[0]
 	}
 	w.GPUFraction, w.GPUMemoryMiB = sharing.Fraction, sharing.MemMiB
+	if sharing.Fraction > 0 {
+		// KAI fractions count as the fraction against quota, exactly in
+		// milli-GPUs, rounded up to whole GPUs only for the gang's total:
+		// 16 pods at gpu-fraction 0.25 count 4 GPUs, not 16.
+		w.TotalMilliGPUs = 0
+		for _, r := range w.Roles {
+			w.TotalMilliGPUs += int64(r.Replicas) * int64(r.GPUsPerPod) * FractionMilli(sharing.Fraction)
+		}
+		w.TotalGPUs = int((w.TotalMilliGPUs + 999) / 1000)
+	} else {
+		w.TotalMilliGPUs = int64(w.TotalGPUs) * 1000
+	}
 	return nil
+}
+
+// FractionMilli is a GPU fraction in milli-GPUs, rounded up so that a
+// fraction finer than a thousandth is never counted as less than it asks.
+func FractionMilli(f float64) int64 {
+	return int64(math.Ceil(f*1000 - 1e-9))
 }
 
 func (g podGPU) describe() string {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -72,5 +73,11 @@ func normaliseVolcanoJob(obj *unstructured.Unstructured) (Workload, error) {
 			fmt.Sprintf("must be a whole number from 0 to the %d replicas of all tasks", w.Pods))
 	}
 	w.MinPods = minAvailable
+	if job.Spec.Queue != "" {
+		w.SchedulerKeys = append(w.SchedulerKeys, SchedulerKey{Key: "spec.queue", Asks: AsksQueue, Value: job.Spec.Queue})
+	}
+	if minAvailable > 0 {
+		w.SchedulerKeys = append(w.SchedulerKeys, SchedulerKey{Key: "spec.minAvailable", Asks: AsksGangMin, Value: strconv.Itoa(minAvailable)})
+	}
 	return w, nil
 }

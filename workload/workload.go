@@ -85,8 +85,14 @@ type Workload struct {
 	// GPUsPerPod is the largest GPU request of any pod in the gang (whole
 	// devices or MIG slices of GPUResource); 0 for CPU-only workloads.
 	GPUsPerPod int `json:"gpusPerPod"`
-	// TotalGPUs is the exact sum over all pods (roles may differ).
+	// TotalGPUs is the exact sum over all pods (roles may differ) in whole
+	// devices; for KAI fractional pods (GPUFraction) it is TotalMilliGPUs
+	// rounded up to whole GPUs, the fraction counted against quota.
 	TotalGPUs int `json:"totalGPUs"`
+	// TotalMilliGPUs is the gang's exact GPU demand in thousandths of a
+	// device: 1000 per whole device, the fraction for KAI gpu-fraction pods
+	// (16 pods at 0.25 make 4000).
+	TotalMilliGPUs int64 `json:"totalMilliGPUs"`
 	// GPUResource is the extended resource name, e.g. nvidia.com/gpu or
 	// nvidia.com/mig-1g.10gb; empty for CPU-only workloads.
 	GPUResource string `json:"gpuResource"`
@@ -111,6 +117,10 @@ type Workload struct {
 	// key=value that asks.
 	RequestedPreemptible   *bool  `json:"requestedPreemptible,omitempty"`
 	RequestedPreemptibleBy string `json:"requestedPreemptibleBy,omitempty"`
+	// SchedulerKeys lists the schedulers' native keys the object sets
+	// itself to ask for a queue, priority class or gang minimum, in a fixed
+	// order; the authority model keeps or overrides each, and says so.
+	SchedulerKeys []SchedulerKey `json:"schedulerKeys,omitempty"`
 	// Scheduler is spec.schedulerName of the pod template, empty when unset.
 	Scheduler string `json:"scheduler"`
 	// Roles lists the pod groups of multi-role kinds (PyTorchJob Master and
@@ -124,6 +134,11 @@ type Workload struct {
 	// order of Roles; "" means the object is itself a Pod. Scheduler
 	// adapters patch these.
 	Templates []string `json:"-"`
+	// Claims lists the DRA ResourceClaims the pod templates reference, one
+	// entry per reference, in role order. Resolving them into GPU demand
+	// needs the claims and templates themselves (separate objects): the
+	// review service does it (review.Service.Claims).
+	Claims []PodClaim `json:"-"`
 	// Labels and Annotations of the object itself (not of its pod template).
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
@@ -155,4 +170,17 @@ type Owner struct {
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
 	UID        string `json:"uid"`
+}
+
+// PodClaim is one entry of a pod template's spec.resourceClaims: either a
+// ResourceClaim shared by every pod that names it, or a
+// ResourceClaimTemplate from which each pod gets its own claim.
+type PodClaim struct {
+	// Role is the index in Workload.Roles of the template that references it.
+	Role int
+	// Name is the entry's name in the pod spec.
+	Name string
+	// ResourceClaimName names a shared ResourceClaim; TemplateName a
+	// ResourceClaimTemplate. Exactly one is set.
+	ResourceClaimName, TemplateName string
 }

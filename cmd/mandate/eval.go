@@ -99,7 +99,7 @@ func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
 	if err := state.LoadFile(o.cluster); err != nil {
 		return 0, err
 	}
-	items, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Explain: true}, o)
+	items, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Claims: state.Claims(), Explain: true}, o)
 	if err != nil {
 		return 0, err
 	}

@@ -39,12 +39,15 @@ decision := {
 	"warned": warned,
 	"dryrun": dryrun,
 	"warnings": sort(array.concat(
-		[w.message | some w in (quota.warn | topology.warn)],
+		array.concat(
+			[w.message | some w in (quota.warn | topology.warn)],
+			[sprintf("%s: %s", [w.code, w.message]) | some w in directives.warn],
+		),
 		[m | some v in staged; m := _staged_warning(v)],
 	)),
 	"directives": array.concat([d | d := directives.directives], [{}])[0],
 } if {
-	denies := (((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | preemption.deny
+	denies := ((((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | preemption.deny) | directives.deny
 
 	# Each violation carries its enforcement action (data, not Rego, says
 	# which): only deny-stage ones deny.

@@ -138,6 +138,9 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
 	s.Service.OwnerCache = s.Manager.GetCache()
+	// DRA claims and templates are read through the manager's cache: one
+	// informer each, started on first use, instead of a GET per admission.
+	s.Service.Claims = s.Manager.GetClient()
 	if s.Handlers, err = webhook.NewHandlers(webhook.HandlerOptions{
 		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
 	}); err != nil {

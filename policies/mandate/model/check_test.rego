@@ -171,7 +171,7 @@ problems contains sprintf("preemption.mayPreempt.%s[%d]: %s may preempt %s, but 
 # Schedulers: each is one Mandate has an adapter for, and no two tenants
 # on one scheduler share a queue (as mandate.directives names them).
 
-_schedulers := {"volcano", "kai", "default"}
+_schedulers := {"volcano", "kai", "kueue", "default"}
 
 problems contains sprintf("tenants.%s.scheduler: unknown scheduler %q: known schedulers are volcano, kai and default", [name, t.scheduler]) if {
 	some name, t in model.tenants

@@ -135,6 +135,23 @@ warn contains v if {
 	))
 }
 
+# An elastic gang is placed at its minimum; its maximum (every pod) may
+# never fit in one domain of the required level, so it could never grow
+# that far there. Say how many pods could.
+warn contains v if {
+	placement.fitsEmpty
+	lib.workload.minPods > 0
+	lib.workload.minPods < lib.workload.pods
+	placement.largest.podSlots < lib.workload.pods
+	v := lib.violation("TOPOLOGY_ELASTIC_MAX_NEVER_FITS", "topology", sprintf(
+		"the elastic gang may grow to %d pods × %d %s, but it must sit within one %s and the largest %s (%s) holds only %d such pods even when empty: it can grow to at most %d pods there",
+		[
+			lib.workload.pods, lib.workload.gpusPerPod, lib.workload.gpuResource, required_level, required_level,
+			placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots,
+		],
+	))
+}
+
 warn contains v if {
 	lib.gpu_workload
 	not placement

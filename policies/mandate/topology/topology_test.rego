@@ -115,3 +115,22 @@ test_explanation_of_a_waiting_gang if {
 	e.verdict == "warn"
 	e.current == "roomiest clique zone-a/s1/b2/c2 has 3 of 4 pod slots free"
 }
+
+test_elastic_maximum_that_never_fits_says_how_many_could if {
+	inp := _in({"pods": 12, "minPods": 3, "gpusPerPod": 8, "totalGPUs": 96, "topology": {"required": "block", "preferred": ""}})
+	count(topology.deny) == 0 with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	some v in topology.warn with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	v.code == "TOPOLOGY_ELASTIC_MAX_NEVER_FITS"
+	v.message == "the elastic gang may grow to 12 pods × 8 nvidia.com/gpu, but it must sit within one block and the largest block (zone-a/s1/b1) holds only 4 such pods even when empty: it can grow to at most 4 pods there"
+}
+
+test_elastic_maximum_that_fits_is_silent if {
+	inp := _in({"pods": 4, "minPods": 2, "gpusPerPod": 8, "totalGPUs": 32, "topology": {"required": "block", "preferred": ""}})
+	warns := topology.warn with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	every v in warns {
+		v.code != "TOPOLOGY_ELASTIC_MAX_NEVER_FITS"
+	}
+}

@@ -1,0 +1,56 @@
+package ledger
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mandate-dev/mandate/workload"
+)
+
+// quarterPod is a KAI pod asking for a quarter of one GPU: no extended
+// resource, the gpu-fraction annotation.
+func quarterPod(namespace, name string) *corev1.Pod {
+	pod := gpuPod(namespace, name, "build", 0, corev1.PodRunning, nil)
+	pod.Annotations = map[string]string{workload.AnnotationGPUFraction: "0.25"}
+	return pod
+}
+
+// TestFractionalPodsCountTheirFraction: 16 pods at gpu-fraction 0.25 use
+// 4 GPUs, exactly; a 17th rounds the tenant's use up to 5.
+func TestFractionalPodsCountTheirFraction(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	for i := range 16 {
+		l.UpsertPod(quarterPod("p", fmt.Sprintf("q%d", i)))
+	}
+	require.Equal(t, map[string]Usage{"nvidia.com/gpu": {Total: 4, NonPreemptible: 4}}, l.Usage("product")["product"])
+	require.Equal(t, map[string]Usage{"nvidia.com/gpu": {Total: 4, NonPreemptible: 4}}, l.Usage("product")["org"])
+	l.UpsertPod(quarterPod("p", "q16"))
+	require.Equal(t, 5, l.Usage("product")["product"]["nvidia.com/gpu"].Total)
+	l.UpsertPod(gpuPod("p", "whole", "build", 2, corev1.PodRunning, nil))
+	require.Equal(t, 7, l.Usage("product")["product"]["nvidia.com/gpu"].Total, "whole devices add to the shared ones")
+}
+
+// TestFractionalReservationShrinksAsPodsAppear: a 16-pod quarter-GPU
+// gang reserves 4000 milli-GPUs, which its pods consume exactly: its use
+// stays 4 GPUs while they appear.
+func TestFractionalReservationShrinksAsPodsAppear(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	key := WorkloadKey("batch/v1", "Job", "p", "share")
+	l.Reserve(key, "product", map[string]int{SharedKey("nvidia.com/gpu"): 4000}, false, time.Minute)
+	require.Equal(t, 4, l.Usage("product")["product"]["nvidia.com/gpu"].Total)
+	for i := range 16 {
+		pod := quarterPod("p", fmt.Sprintf("share-%d", i))
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "share", Controller: ptr(true)}}
+		l.UpsertPod(pod)
+		require.Equal(t, 4, l.Usage("product")["product"]["nvidia.com/gpu"].Total, "after pod %d", i)
+	}
+	require.Equal(t, 0, l.Reservations())
+	require.NotContains(t, l.Usage("product")["product"], SharedKey("nvidia.com/gpu"), "milli-GPUs are folded out of usage")
+}

@@ -1,0 +1,70 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/workload"
+)
+
+// Kueue v0.19 keys. Kueue admits a suspended workload into a ClusterQueue
+// through the LocalQueue its label names (schedsync generates the queues
+// from the same model); the pods then run on the default scheduler.
+const (
+	// LabelKueueQueueName names the workload's LocalQueue.
+	LabelKueueQueueName = "kueue.x-k8s.io/queue-name"
+	// LabelKueuePriorityClass names a WorkloadPriorityClass.
+	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
+	// AnnotationKueueRequiredTopology and AnnotationKueuePreferredTopology,
+	// on a pod template, name the node label of a topology level
+	// (Topology-Aware Scheduling) the pod set must (or should) fit in.
+	AnnotationKueueRequiredTopology  = "kueue.x-k8s.io/podset-required-topology"
+	AnnotationKueuePreferredTopology = "kueue.x-k8s.io/podset-preferred-topology"
+)
+
+// kueueAdapter renders directives for Kueue.
+type kueueAdapter struct{}
+
+var _ Adapter = kueueAdapter{}
+
+func (kueueAdapter) Name() string { return Kueue }
+
+// Apply labels the object with its LocalQueue (the directives' queue) and
+// WorkloadPriorityClass (the directives' priority class, which the model
+// keeps as a PriorityClass of the same name for the pods), and annotates
+// each pod template with the required level's node label as Kueue's
+// required topology, else the preferred level's as its preferred one
+// (Kueue takes one of the two per pod set). A required level of the node
+// itself (tier 0) is said too: Kueue's levels include the hostname.
+// Pods keep the default scheduler: Kueue admits, kube-scheduler places.
+func (kueueAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
+	labels := map[string]string{}
+	if d.Queue != "" {
+		labels[LabelKueueQueueName] = d.Queue
+	}
+	if d.PriorityClass != "" {
+		labels[LabelKueuePriorityClass] = d.PriorityClass
+	}
+	for _, k := range sortedKeys(labels) {
+		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
+			return fmt.Errorf("%w: Kueue reads %s from a label, and %q is not a valid label value: %v", ErrInvalidDirectives, k, labels[k], errs)
+		}
+	}
+	templates, err := applyCommon(obj, w, d)
+	if err != nil {
+		return err
+	}
+	setAll(ensureMap(obj.Object, "metadata"), "labels", labels)
+	for _, t := range templates {
+		switch {
+		case d.RequiredLabel != "":
+			t.setAnnotation(AnnotationKueueRequiredTopology, d.RequiredLabel)
+		case d.PreferredLabel != "":
+			t.setAnnotation(AnnotationKueuePreferredTopology, d.PreferredLabel)
+		}
+	}
+	return nil
+}
