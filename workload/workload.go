@@ -54,6 +54,12 @@ const (
 	AnnotationGPUFractionDevices = "gpu-fraction-num-devices"
 )
 
+// NoTemplate is the Templates pointer of a role whose pod template is not
+// in the object (a TrainJob's, which its runtime holds): adapters render
+// nothing for it, and its pods get the directives through the child the
+// kind's controller creates (a JobSet), which gets the owner's.
+const NoTemplate = "-"
+
 // Bounds beyond which a request is treated as a mistake rather than a
 // workload (ErrInvalid).
 const (
@@ -140,6 +146,10 @@ type Namespace struct {
 type TopologyRequest struct {
 	Required  string `json:"required"`
 	Preferred string `json:"preferred"`
+	// RequiredNodeLabel is a node label the kind's own key asks all pods
+	// to share (JobSet's exclusive-topology annotation): the model's level
+	// with that label is required, when it has one and Required is unset.
+	RequiredNodeLabel string `json:"requiredNodeLabel,omitempty"`
 }
 
 // Role is one homogeneous set of pods in a workload.
