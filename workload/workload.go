@@ -38,6 +38,12 @@ const (
 	// reservation its pods confirm: the name it will get is not known at
 	// admission.
 	AnnotationReservation = "mandate.dev/reservation"
+	// AnnotationGangOwner, set by Mandate on a pod (or link object) whose
+	// gang owner is not its direct controller (a Deployment's pod, whose
+	// controller is a ReplicaSet; a JobSet's pod, whose controller is a
+	// Job), names that owner as the JSON of an Owner: the quota ledger
+	// counts the pod against the owner's reservation and gang slots.
+	AnnotationGangOwner = "mandate.dev/gang-owner"
 	// LabelProduct is the node label (and node selector) naming the GPU model.
 	LabelProduct = "nvidia.com/gpu.product"
 )
