@@ -115,3 +115,14 @@ test_explanation_of_a_waiting_gang if {
 	e.verdict == "warn"
 	e.current == "roomiest clique zone-a/s1/b2/c2 has 3 of 4 pod slots free"
 }
+
+# A kind's own placement key names a node label (JobSet's exclusive-topology
+# annotation): the level with that label is required; a label no level has
+# asks for nothing, and is no unknown level.
+test_required_node_label_names_a_level if {
+	asks := object.union(testing.gang(3, 8), {"topology": {"required": "", "preferred": "", "requiredNodeLabel": "kubernetes.io/hostname"}})
+	topology.required_level == "node" with input as _in(asks) with data.mandate.model as testing.model
+	other := object.union(testing.gang(3, 8), {"topology": {"required": "", "preferred": "", "requiredNodeLabel": "example.com/rack"}})
+	topology.required_level == "clique" with input as _in(other) with data.mandate.model as testing.model
+	count(topology.facts.unknown) == 0 with input as _in(other) with data.mandate.model as testing.model
+}
