@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,6 +70,14 @@ func normaliseTrainJob(obj *unstructured.Unstructured) (Workload, error) {
 		}
 	}
 	w := Workload{Class: ClassTraining}
+	if !found {
+		w.Notes = append(w.Notes, fmt.Sprintf("spec.trainer.numNodes is unset: counted as 1 node; the nodes runtime %q adds "+
+			"(its mlPolicy.numNodes, not read at admission) are decided one by one as its pods are created", spec.Spec.RuntimeRef.Name))
+	}
+	if t := spec.Spec.Trainer; t == nil || t.ResourcesPerNode == nil {
+		w.Notes = append(w.Notes, fmt.Sprintf("spec.trainer.resourcesPerNode is unset: no GPUs are counted with the TrainJob; "+
+			"the JobSet runtime %q creates for it is decided with the runtime's GPUs", spec.Spec.RuntimeRef.Name))
+	}
 	err = fromPodSets(&w, []podSet{{
 		Name:     "node",
 		Replicas: nodes,

@@ -136,6 +136,10 @@ type Workload struct {
 	// order of Roles; "" means the object is itself a Pod. Scheduler
 	// adapters patch these.
 	Templates []string `json:"-"`
+	// Notes are what the normaliser could not read and assumed instead (a
+	// TrainJob's node count, which its runtime may set): warnings of the
+	// decision, not part of the policy's input.
+	Notes []string `json:"-"`
 	// Labels and Annotations of the object itself (not of its pod template).
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`

@@ -215,3 +215,14 @@ func TestEvalDeploymentPreviewsItsPods(t *testing.T) {
 	require.Contains(t, out, "each of the 4 pods of Deployment llm-serve is admitted with its directives and counted with it, not again")
 	require.Contains(t, out, "add /metadata/labels/kai.scheduler~1queue product")
 }
+
+// TestEvalTrainJobRuntimeAssumptionsWarn: what a TrainJob leaves to its
+// runtime (node count, resources) is not read at admission; the decision
+// says what was assumed.
+func TestEvalTrainJobRuntimeAssumptionsWarn(t *testing.T) {
+	tj := "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: mnist, namespace: product}\nspec:\n  runtimeRef: {name: torch-distributed}\n"
+	code, out, msg := run(t, "eval", "-f", manifest(t, tj), "--cluster", exampleCluster)
+	require.Equal(t, exitAdmitted, code, msg+out)
+	require.Contains(t, out, `spec.trainer.numNodes is unset: counted as 1 node; the nodes runtime "torch-distributed" adds`)
+	require.Contains(t, out, "spec.trainer.resourcesPerNode is unset: no GPUs are counted with the TrainJob")
+}
