@@ -247,3 +247,23 @@ func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives, req eval
 	patch, err := scheduler.Patch(obj, mutated)
 	return mutated, patch, err
 }
+
+// Stored reads the stored object of kind gvk (through Owners): what an
+// UPDATE of its scale subresource changes. nil when it does not exist or
+// there is no Owners reader.
+func (s *Service) Stored(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if s.Owners == nil {
+		return nil, nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
+	defer cancel()
+	if err := s.Owners.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unable to read %s %s/%s: %w", gvk.Kind, namespace, name, err)
+	}
+	return obj, nil
+}

@@ -16,8 +16,8 @@ var (
 )
 
 func init() {
-	Register(Kind{GVK: DeploymentGVK, Resource: "deployments", Label: "Deployment", GangOwner: true, Normalise: normaliseReplicated})
-	Register(Kind{GVK: StatefulSetGVK, Resource: "statefulsets", Label: "StatefulSet", GangOwner: true, Normalise: normaliseReplicated})
+	Register(Kind{GVK: DeploymentGVK, Resource: "deployments", Label: "Deployment", GangOwner: true, Scalable: true, Normalise: normaliseReplicated})
+	Register(Kind{GVK: StatefulSetGVK, Resource: "statefulsets", Label: "StatefulSet", GangOwner: true, Scalable: true, Normalise: normaliseReplicated})
 }
 
 // normaliseReplicated: a Deployment or StatefulSet runs spec.replicas pods

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -201,7 +203,8 @@ func TestUpstreamKindsThroughTheWebhook(t *testing.T) {
 // decision counting 4 GPUs; its pods, made by the real Deployment and
 // ReplicaSet controllers (owner chain Deployment → ReplicaSet → Pod), get
 // its directives and count nothing more; scaled to 200, past tenant
-// product's ceiling of 160, the UPDATE is denied.
+// product's ceiling of 160, through its scale subresource or an UPDATE of
+// the Deployment, it is denied; scaled to 6 it is admitted.
 func TestDeploymentScaleUpIsDecided(t *testing.T) {
 	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Quota.ConfirmationWindow = 10 * time.Minute }})
 	s.populate(t)
@@ -244,19 +247,29 @@ func TestDeploymentScaleUpIsDecided(t *testing.T) {
 		t.Errorf("with its 4 pods, the Deployment counts %d GPUs, want 4: its pods count once", got)
 	}
 
-	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
-		t.Fatal(err)
+	// kubectl scale (and a HorizontalPodAutoscaler) raise replicas through
+	// the scale subresource.
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 200}}
+	err = s.env.Client.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(scale))
+	if err == nil || !strings.Contains(err.Error(), "needs 200 nvidia.com/gpu but tenant product's ceiling is 160") {
+		t.Fatalf("scaling the Deployment's scale subresource to 200 past product's ceiling of 160: error = %v, want a denial naming the ceiling", err)
 	}
-	dep.Spec.Replicas = ptr.To(int32(200))
-	err = s.env.Client.Update(ctx, dep)
+	// The Deployment controller writes the Deployment too: retry on a
+	// conflict, never on a denial.
+	update := func(replicas int32) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+				return err
+			}
+			dep.Spec.Replicas = ptr.To(replicas)
+			return s.env.Client.Update(ctx, dep)
+		})
+	}
+	err = update(200)
 	if err == nil || !strings.Contains(err.Error(), "needs 200 nvidia.com/gpu but tenant product's ceiling is 160") {
 		t.Fatalf("scaling the Deployment to 200 × 1 GPU past product's ceiling of 160: error = %v, want a denial naming the ceiling", err)
 	}
-	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Replicas = ptr.To(int32(6))
-	if err := s.env.Client.Update(ctx, dep); err != nil {
+	if err := update(6); err != nil {
 		t.Fatalf("scaling the Deployment to 6, within the ceiling: %v", err)
 	}
 }

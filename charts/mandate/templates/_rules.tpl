@@ -127,6 +127,16 @@ rules:
     apiVersions: ["v1alpha1"]
     resources: ["trainjobs"]
     scope: Namespaced
+  - operations: ["UPDATE"]
+    apiGroups: ["apps"]
+    apiVersions: ["v1"]
+    resources: ["deployments/scale"]
+    scope: Namespaced
+  - operations: ["UPDATE"]
+    apiGroups: ["apps"]
+    apiVersions: ["v1"]
+    resources: ["statefulsets/scale"]
+    scope: Namespaced
 {{- end }}
 
 {{/* The mutating webhook's matchConditions (see workloadConditions in webhook/registration.go). */}}
