@@ -21,7 +21,7 @@ func init() {
 }
 
 // normaliseReplicated: a Deployment or StatefulSet runs spec.replicas pods
-// (default 1) of spec.template, one role "main". Every replica counts
+// (default 1; 0 counts as 1) of spec.template, one role "main". Every replica counts
 // against quota, but each is a gang of one (MinPods 1): replicas start,
 // and are placed, independently. Scaling up is an UPDATE that raises the
 // total GPUs, decided as any UPDATE that does. The class is inference.
@@ -30,7 +30,11 @@ func normaliseReplicated(obj *unstructured.Unstructured) (Workload, error) {
 	if err != nil {
 		return Workload{}, err
 	}
-	if !found {
+	if !found || replicas == 0 {
+		// Scaled to zero, it is decided on what one replica asks for (a
+		// Workload runs at least one pod): its reservation lapses
+		// unconfirmed, since no pod consumes it, and an UPDATE to zero
+		// raises nothing.
 		replicas = 1
 	}
 	var spec struct {

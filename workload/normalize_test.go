@@ -271,3 +271,14 @@ func normalizeString(manifest string) (Workload, error) {
 	}
 	return Normalize(objs[0])
 }
+
+// TestNormalizeScaledToZero: a Deployment scaled to zero is decided on one
+// replica, not rejected: scaling to zero must stay possible.
+func TestNormalizeScaledToZero(t *testing.T) {
+	objs, err := Decode([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 0\n  template:\n    spec:\n      containers:\n      - {name: c, image: x, resources: {limits: {nvidia.com/gpu: 2}}}\n"))
+	require.NoError(t, err)
+	w, err := Normalize(objs[0])
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.Pods)
+	assert.Equal(t, 2, w.TotalGPUs)
+}

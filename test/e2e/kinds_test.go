@@ -204,7 +204,7 @@ func TestUpstreamKindsThroughTheWebhook(t *testing.T) {
 // ReplicaSet controllers (owner chain Deployment → ReplicaSet → Pod), get
 // its directives and count nothing more; scaled to 200, past tenant
 // product's ceiling of 160, through its scale subresource or an UPDATE of
-// the Deployment, it is denied; scaled to 6 it is admitted.
+// the Deployment, it is denied; scaled to 6, and to zero, it is admitted.
 func TestDeploymentScaleUpIsDecided(t *testing.T) {
 	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Quota.ConfirmationWindow = 10 * time.Minute }})
 	s.populate(t)
@@ -271,6 +271,9 @@ func TestDeploymentScaleUpIsDecided(t *testing.T) {
 	}
 	if err := update(6); err != nil {
 		t.Fatalf("scaling the Deployment to 6, within the ceiling: %v", err)
+	}
+	if err := update(0); err != nil {
+		t.Fatalf("scaling the Deployment to zero: %v", err)
 	}
 }
 
