@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/mandate-dev/mandate/cluster"
@@ -157,7 +158,10 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 			return nil, nil, fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
 		var notes []string
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && workload.IsGangOwner(ref) {
+		// The pod's gang: the owner Mandate named on it (a Deployment's
+		// pod, past its ReplicaSet), else its controller.
+		if o := ledger.GangOwnerOf(pod); o != nil && workload.IsGangOwner(&metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind}) {
+			ref := &metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: types.UID(o.UID)}
 			i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, pod.Namespace, ref.Name)]
 			if ok && (ref.UID == "" || entries[i].obj.GetUID() == "" || ref.UID == entries[i].obj.GetUID()) {
 				entries[i].pods = append(entries[i].pods, pod)

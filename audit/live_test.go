@@ -80,7 +80,7 @@ func createCluster(t *testing.T, c client.Client, inv *audit.Inventory) {
 }
 
 func TestAuditLiveCluster(t *testing.T) {
-	env := envtest.Start(t, envtest.WithPyTorchJobCRD())
+	env := envtest.Start(t, envtest.WithPyTorchJobCRD(), envtest.WithWorkloadCRDs())
 	ctx := context.Background()
 	createCluster(t, env.Client, readSnapshot(t, admittedSnapshot))
 	kubeconfig := env.WriteKubeconfig(t, "auditor")

@@ -189,3 +189,9 @@ func (s *State) Usage(tenant string) map[string]map[string]ledger.Usage {
 	}
 	return s.ledger.Usage(tenant)
 }
+
+// UsageExcluding is Usage without the pods of the gang whose owner has UID
+// ownerUID (ledger.GangOwnerOf): with Usage, what those pods count.
+func (s *State) UsageExcluding(tenant, ownerUID string) map[string]map[string]ledger.Usage {
+	return s.usage(tenant, ownerUID)
+}

@@ -94,10 +94,7 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 		ast.Item(str("gpuResource"), str(w.GPUResource)),
 		ast.Item(str("gpuProduct"), str(w.GPUProduct)),
 		ast.Item(str("priorityClass"), str(w.PriorityClass)),
-		ast.Item(str("topology"), ast.ObjectTerm(
-			ast.Item(str("required"), str(w.Topology.Required)),
-			ast.Item(str("preferred"), str(w.Topology.Preferred)),
-		)),
+		ast.Item(str("topology"), topologyTerm(w.Topology)),
 		ast.Item(str("scheduler"), str(w.Scheduler)),
 		ast.Item(str("roles"), roles),
 		ast.Item(str("labels"), strMap(w.Labels)),
@@ -155,4 +152,17 @@ func usageTerm(u map[string]map[string]ledger.Usage) *ast.Term {
 		tenants = append(tenants, ast.Item(str(tenant), ast.ObjectTerm(res...)))
 	}
 	return ast.ObjectTerm(tenants...)
+}
+
+// topologyTerm is input.workload.topology; requiredNodeLabel only when set,
+// as in the Workload's JSON.
+func topologyTerm(t workload.TopologyRequest) *ast.Term {
+	items := [][2]*ast.Term{
+		ast.Item(str("required"), str(t.Required)),
+		ast.Item(str("preferred"), str(t.Preferred)),
+	}
+	if t.RequiredNodeLabel != "" {
+		items = append(items, ast.Item(str("requiredNodeLabel"), ast.StringTerm(t.RequiredNodeLabel)))
+	}
+	return ast.ObjectTerm(items...)
 }

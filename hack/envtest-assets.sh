@@ -8,8 +8,10 @@
 #   etcd                     from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
 #   helm                     from hack/tools/helm  (helm.sh/helm/v3)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
-# module into crds/cert-manager/, and Kueue's out of sigs.k8s.io/kueue into
-# crds/kueue/.
+# module into crds/cert-manager/, Kueue's out of sigs.k8s.io/kueue into
+# crds/kueue/, and the governed workload kinds' (JobSet, LeaderWorkerSet,
+# Kubeflow Trainer, MPI operator, KubeRay) out of their modules into
+# crds/{jobset,lws,trainer,mpi-operator,kuberay}/ (workload-crds).
 #
 # Everything comes from the Go module proxy; the versions are pinned by the
 # go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
@@ -23,7 +25,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|cert-manager-crds|kueue-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|cert-manager-crds|kueue-crds|workload-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -32,6 +34,13 @@ CERT_MANAGER_VERSION=v1.21.2
 # The Kueue whose CRDs `mandate sync` writes against (served at this exact
 # version only).
 KUEUE_VERSION=v0.19.2
+# The workload kinds Mandate governs beyond core and Volcano: their CRDs,
+# served at these exact versions only.
+JOBSET_VERSION=v0.10.1
+LWS_VERSION=v0.7.0
+TRAINER_VERSION=v2.0.0
+MPI_OPERATOR_VERSION=v0.6.0
+KUBERAY_VERSION=v1.4.2
 
 # Bump to force every asset to rebuild after changing how they are built.
 ASSETS_FORMAT=1
@@ -45,7 +54,7 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | cert-manager-crds | kueue-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | cert-manager-crds | kueue-crds | workload-crds) assets+=("$arg") ;;
 	-h | --help)
 		sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -57,7 +66,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm cert-manager-crds kueue-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm cert-manager-crds kueue-crds workload-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -179,11 +188,12 @@ build_helm() {
 	write_stamp helm "$stamp"
 }
 
-# copy_module_crds <asset> <module> <version> <folder in the module> <dest>:
-# copies the *.yaml files of a folder of a Go module (downloaded from the
-# proxy and verified against the checksum database) into <dest>.
+# copy_module_crds <asset> <module> <version> <folder in the module> <dest> [glob]:
+# copies the files matching glob (default *.yaml) of a folder of a Go module
+# (downloaded from the proxy and verified against the checksum database)
+# into <dest>.
 copy_module_crds() {
-	local name=$1 module=$2 version=$3 sub=$4 dest=$5
+	local name=$1 module=$2 version=$3 sub=$4 dest=$5 glob=${6:-*.yaml}
 	local stamp="$name $version format=$ASSETS_FORMAT"
 	if up_to_date "$name" "$stamp" "$dest"; then
 		log "$module $version CRDs are up to date"
@@ -204,7 +214,8 @@ copy_module_crds() {
 		die "$module@$version has no $sub"
 	rm -rf "$dest.tmp" "$dest"
 	mkdir -p "$dest.tmp"
-	cp "$dir/$sub"/*.yaml "$dest.tmp/"
+	# shellcheck disable=SC2086 # the glob is meant to expand
+	cp "$dir/$sub"/$glob "$dest.tmp/"
 	chmod -R u+w "$dest.tmp" # the module cache is read-only
 	mv "$dest.tmp" "$dest"
 	log "copied $(ls "$dest" | wc -l | tr -d ' ') CRDs to $dest"
@@ -225,6 +236,18 @@ for asset in "${assets[@]}"; do
 	kueue-crds)
 		copy_module_crds kueue-crds sigs.k8s.io/kueue "$KUEUE_VERSION" \
 			config/components/crd/bases "$out_dir/crds/kueue"
+		;;
+	workload-crds)
+		copy_module_crds workload-crds-jobset sigs.k8s.io/jobset "$JOBSET_VERSION" \
+			config/components/crd/bases "$out_dir/crds/jobset"
+		copy_module_crds workload-crds-lws sigs.k8s.io/lws "$LWS_VERSION" \
+			config/crd/bases "$out_dir/crds/lws"
+		copy_module_crds workload-crds-trainer github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" \
+			charts/kubeflow-trainer/crds "$out_dir/crds/trainer"
+		copy_module_crds workload-crds-mpi-operator github.com/kubeflow/mpi-operator "$MPI_OPERATOR_VERSION" \
+			manifests/base "$out_dir/crds/mpi-operator" 'kubeflow.org_*.yaml'
+		copy_module_crds workload-crds-kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" \
+			config/crd/bases "$out_dir/crds/kuberay"
 		;;
 	esac
 done

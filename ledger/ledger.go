@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/workload"
@@ -162,8 +161,8 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
 			product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName}
-		if c := metav1.GetControllerOfNoCopy(pod); c != nil {
-			next.owner = string(c.UID)
+		if c := GangOwnerOf(pod); c != nil {
+			next.owner = c.UID
 		}
 		counted = true
 	}

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"maps"
 	"strings"
 	"sync"
@@ -162,7 +163,7 @@ func consumedKey(key, tenant string) string { return key + "\x00" + tenant }
 // (workload.AnnotationReservation).
 func reservationKeys(pod *corev1.Pod) []string {
 	keys := []string{WorkloadKey("v1", "Pod", pod.Namespace, pod.Name)}
-	if owner := metav1.GetControllerOfNoCopy(pod); owner != nil {
+	if owner := GangOwnerOf(pod); owner != nil {
 		keys = append(keys, WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name))
 	}
 	if key := pod.Annotations[workload.AnnotationReservation]; strings.HasPrefix(key, requestKeyPrefix) {
@@ -341,4 +342,20 @@ func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 
 func sameReservation(a, b Reservation) bool {
 	return a.Tenant == b.Tenant && a.Owner == b.Owner && a.Preemptible == b.Preemptible && a.Expires.Equal(b.Expires) && maps.Equal(a.GPUs, b.GPUs)
+}
+
+// GangOwnerOf is the gang a pod belongs to: the owner Mandate named on it
+// (workload.AnnotationGangOwner: a Deployment, past its ReplicaSet), else
+// its controller; nil for neither.
+func GangOwnerOf(pod *corev1.Pod) *workload.Owner {
+	if raw, ok := pod.Annotations[workload.AnnotationGangOwner]; ok {
+		var o workload.Owner
+		if err := json.Unmarshal([]byte(raw), &o); err == nil && o.UID != "" && o.Name != "" {
+			return &o
+		}
+	}
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+		return &workload.Owner{APIVersion: c.APIVersion, Kind: c.Kind, Name: c.Name, UID: string(c.UID)}
+	}
+	return nil
 }

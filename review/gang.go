@@ -2,12 +2,14 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"gomodules.xyz/jsonpatch/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/evaluator"
@@ -16,40 +18,38 @@ import (
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// GangDirectives returns the directives recorded on the controlling owner
-// of a pod when that owner is a gang kind (workload.IsGangOwner) that was
-// admitted, and the pod is one the owner was admitted for. ok is false for
-// anything else, and the pod is then decided on its own: no Owners reader,
-// not a pod, no such owner, an owner without directives, an owner that is
-// gone or was replaced (UID mismatch), a pod asking for another GPU
-// resource or more GPUs than any of the owner's pods, or a GPU pod beyond
-// the owner's admitted GPU pod count (its pods counted and being admitted:
+// GangDirectives returns the directives recorded on the gang owner of obj
+// — the topmost governed gang kind (workload.IsGangOwner) with recorded
+// directives up obj's chain of controllers — when obj is a pod, or an
+// object of a governed kind, that the owner was admitted for. The chain
+// passes through the links kinds' controllers create between a gang and its
+// pods (gangLinks: a Deployment's ReplicaSets, a LeaderWorkerSet's leader
+// pods, and governed kinds such as a JobSet's Jobs or a TrainJob's JobSet),
+// each read and matched by UID. ok is false for anything else, and obj is
+// then decided on its own: no Owners reader, no such owner, an owner
+// without directives, an owner that is gone or was replaced (UID
+// mismatch), an object asking for another GPU resource or more GPUs per
+// pod than any of the owner's pods, or a GPU pod beyond the owner's
+// admitted GPU pod count (its pods counted and being admitted:
 // cluster.State.ClaimGangPod, keyed like the pod's reservation). A tenant
-// cannot add pods to its admitted gang by naming it as their owner.
+// cannot add pods to its admitted gang by naming it as their owner, and an
+// object between the gang and its pods (a child Job) is never counted: its
+// pods are, once, against the gang's slots.
 func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (evaluator.Directives, bool, error) {
-	if s.Owners == nil || obj.GroupVersionKind() != workload.PodGVK {
+	if s.Owners == nil {
 		return evaluator.Directives{}, false, nil
 	}
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || !workload.IsGangOwner(ref) {
+	if _, governed := workload.Lookup(obj.GroupVersionKind()); !governed {
 		return evaluator.Directives{}, false, nil
 	}
-	owner, err := s.readOwner(ctx, obj.GetNamespace(), ref)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return evaluator.Directives{}, false, nil
+	owner, d, ok, err := s.gangOwner(ctx, obj)
+	if err != nil || !ok {
+		return evaluator.Directives{}, false, err
+	}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref.UID != owner.GetUID() {
+		if d, err = withGangOwner(d, owner); err != nil {
+			return evaluator.Directives{}, false, err
 		}
-		return evaluator.Directives{}, false, fmt.Errorf("unable to read owner %s %s/%s: %w", ref.Kind, obj.GetNamespace(), ref.Name, err)
-	}
-	if ref.UID != "" && owner.GetUID() != ref.UID {
-		return evaluator.Directives{}, false, nil
-	}
-	d, ok, err := scheduler.RecordedDirectives(owner.GetAnnotations())
-	if err != nil {
-		return evaluator.Directives{}, false, fmt.Errorf("owner %s %s/%s: %w", ref.Kind, obj.GetNamespace(), ref.Name, err)
-	}
-	if !ok {
-		return evaluator.Directives{}, false, nil
 	}
 	ns, err := s.namespace(ctx, obj.GetNamespace())
 	if err != nil {
@@ -59,18 +59,92 @@ func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstruct
 	return d, admitted, err
 }
 
-// readOwner reads a pod's controller from OwnerCache when it holds it
-// under the UID the pod names, else from Owners, within one read timeout.
+// withGangOwner is d with the annotation that names owner as the gang of
+// an object whose direct controller is another (workload.AnnotationGangOwner).
+func withGangOwner(d evaluator.Directives, owner *unstructured.Unstructured) (evaluator.Directives, error) {
+	raw, err := json.Marshal(workload.Owner{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: string(owner.GetUID())})
+	if err != nil {
+		return d, fmt.Errorf("unable to name the gang owner: %w", err)
+	}
+	annotations := make(map[string]string, len(d.Annotations)+1)
+	for k, v := range d.Annotations {
+		annotations[k] = v
+	}
+	annotations[workload.AnnotationGangOwner] = string(raw)
+	d.Annotations = annotations
+	return d, nil
+}
+
+// maxOwnerChain bounds the controllers walked up from an object: the
+// longest known chain is a LeaderWorkerSet's worker pod → worker
+// StatefulSet → leader pod → leader StatefulSet → LeaderWorkerSet.
+const maxOwnerChain = 6
+
+// gangLinks are the kinds, not governed themselves, that a gang kind's
+// controller puts between the gang and its pods.
+var gangLinks = map[schema.GroupVersionKind]bool{
+	workload.ReplicaSetGVK: true, // Deployment → ReplicaSet → Pod
+	workload.PodGVK:        true, // LeaderWorkerSet leader pod → worker StatefulSet
+}
+
+// gangOwner walks obj's controllers (governed gang kinds and gangLinks,
+// each read and matched by the UID the reference names) and returns the
+// topmost one that is a gang kind with recorded directives.
+func (s *Service) gangOwner(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, evaluator.Directives, bool, error) {
+	var (
+		root *unstructured.Unstructured
+		d    evaluator.Directives
+	)
+	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
+	defer cancel()
+	cur := obj
+	for range maxOwnerChain {
+		ref := metav1.GetControllerOfNoCopy(cur)
+		if ref == nil {
+			break
+		}
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			break
+		}
+		gvk := gv.WithKind(ref.Kind)
+		if !gangLinks[gvk] && !workload.IsGangOwner(ref) {
+			break
+		}
+		owner, err := s.readOwner(ctx, obj.GetNamespace(), ref)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			return nil, evaluator.Directives{}, false, fmt.Errorf("unable to read owner %s %s/%s: %w", ref.Kind, obj.GetNamespace(), ref.Name, err)
+		}
+		if ref.UID != "" && owner.GetUID() != ref.UID {
+			break
+		}
+		if workload.IsGangOwner(ref) {
+			rd, ok, err := scheduler.RecordedDirectives(owner.GetAnnotations())
+			if err != nil {
+				return nil, evaluator.Directives{}, false, fmt.Errorf("owner %s %s/%s: %w", ref.Kind, obj.GetNamespace(), ref.Name, err)
+			}
+			if ok {
+				root, d = owner, rd
+			}
+		}
+		cur = owner
+	}
+	return root, d, root != nil, nil
+}
+
+// readOwner reads a controller from OwnerCache when it holds it under the
+// UID ref names, else from Owners. The cache gets at most half of what is
+// left of ctx: the API server must still be asked in time when the cache
+// cannot answer (its informer starting).
 func (s *Service) readOwner(ctx context.Context, namespace string, ref *metav1.OwnerReference) (*unstructured.Unstructured, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
 	owner := &unstructured.Unstructured{}
 	owner.SetAPIVersion(ref.APIVersion)
 	owner.SetKind(ref.Kind)
-	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
-	defer cancel()
 	if s.OwnerCache != nil {
-		// At most half the timeout: the API server must still be asked
-		// in time when the cache cannot answer (its informer starting).
 		cctx, ccancel := context.WithTimeout(ctx, s.readTimeout()/2)
 		err := s.OwnerCache.Get(cctx, key, owner)
 		ccancel()
@@ -112,9 +186,9 @@ func (s *Service) DaemonSetPod(ctx context.Context, obj *unstructured.Unstructur
 	return ds.GetUID() == ref.UID, nil
 }
 
-// admittedFor says whether pod, of tenant, fits the gang owner was
-// admitted as: no more GPUs than the owner's largest pod, of the same
-// resource, and, for a GPU pod, a free slot among the owner's GPU pods. An
+// admittedFor says whether pod (or a link object), of tenant, fits the gang
+// owner was admitted as: no more GPUs than the owner's largest pod, of the
+// same resource, and, for a GPU pod, a free slot among the owner's GPU pods. An
 // owner or pod that does not normalise is not a gang to join.
 func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *unstructured.Unstructured, req evaluator.Request) (bool, error) {
 	pw, err := workload.Normalize(pod)
@@ -127,6 +201,11 @@ func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *un
 	ow, err := workload.Normalize(owner)
 	if err != nil || pw.GPUResource != ow.GPUResource || pw.GPUsPerPod > ow.GPUsPerPod {
 		return false, nil
+	}
+	if pod.GroupVersionKind() != workload.PodGVK {
+		// A link between the gang and its pods (a JobSet's Job): its pods
+		// claim the gang's slots when they are created.
+		return true, nil
 	}
 	gpuPods := 0
 	for _, r := range ow.Roles {
@@ -186,4 +265,24 @@ func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives, req eval
 	}
 	patch, err := scheduler.Patch(obj, mutated)
 	return mutated, patch, err
+}
+
+// Stored reads the stored object of kind gvk (through Owners): what an
+// UPDATE of its scale subresource changes. nil when it does not exist or
+// there is no Owners reader.
+func (s *Service) Stored(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if s.Owners == nil {
+		return nil, nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
+	defer cancel()
+	if err := s.Owners.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unable to read %s %s/%s: %w", gvk.Kind, namespace, name, err)
+	}
+	return obj, nil
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -189,6 +190,10 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	})
 	if err != nil {
 		return Result{}, in, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	if len(w.Notes) > 0 {
+		// What the normaliser assumed, said to whoever submitted it.
+		d.Warnings = append(slices.Clone(d.Warnings), w.Notes...)
 	}
 	out := Result{Workload: w, Decision: d}
 	if !d.Allowed {

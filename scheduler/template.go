@@ -22,6 +22,9 @@ type podTemplate struct {
 func templatesOf(obj *unstructured.Unstructured, w workload.Workload) ([]podTemplate, error) {
 	out := make([]podTemplate, 0, len(w.Templates))
 	for _, ptr := range w.Templates {
+		if ptr == workload.NoTemplate {
+			continue // the kind's child carries its pods' template
+		}
 		m, err := resolve(obj.Object, ptr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: pod template %q: %v", ErrInvalidDirectives, ptr, err)

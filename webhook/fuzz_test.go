@@ -63,7 +63,7 @@ func FuzzMutate(f *testing.F) {
 	}
 	valid := reviewBody(f, admissionRequest(f, admissionv1.Create, fixtures.VisionSweep, "", "alice"))
 	unknown := admissionRequest(f, admissionv1.Create, fixtures.VisionSweep, "", "alice")
-	unknown.Kind.Group, unknown.Kind.Kind = "apps", "Deployment"
+	unknown.Kind.Group, unknown.Kind.Kind = "apps", "DaemonSet"
 	f.Add(reviewBody(f, unknown), "application/json")
 	f.Add(valid, "text/plain")                                                                         // wrong content type
 	f.Add(valid, "")                                                                                   // none

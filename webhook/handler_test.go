@@ -237,7 +237,7 @@ func TestMutatorInputErrors(t *testing.T) {
 		{name: "absurd quantity", edit: func(r *admission.Request) {
 			r.Object.Raw = []byte(strings.Replace(string(r.Object.Raw), `"8"`, `"-8"`, 1))
 		}, wantCode: http.StatusBadRequest, wantMessage: "cannot read this workload"},
-		{name: "not governed", edit: func(r *admission.Request) { r.Kind.Group, r.Kind.Kind = "apps", "Deployment" },
+		{name: "not governed", edit: func(r *admission.Request) { r.Kind.Group, r.Kind.Kind = "apps", "DaemonSet" },
 			wantAllowed: true, wantMessage: "not governed"},
 		{name: "update", edit: func(r *admission.Request) { r.Operation = admissionv1.Update },
 			wantAllowed: true, wantMessage: "only creates"},

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -146,6 +148,9 @@ func forgedDirectives(req admission.Request) admission.Response {
 // admitted with, and reserved. Anything else an UPDATE changes is not
 // Mandate's concern.
 func (v *Validator) update(ctx context.Context, req admission.Request) admission.Response {
+	if req.SubResource == "scale" {
+		return v.scale(ctx, req)
+	}
 	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
 	if _, governed := workload.Lookup(gvk); !governed || slices.Contains(v.ExemptNamespaces, req.Namespace) {
 		return admission.Allowed("")
@@ -154,12 +159,51 @@ func (v *Validator) update(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if _, admitted := oldObj.GetAnnotations()[scheduler.AnnotationDirectives]; !admitted {
-		return admission.Allowed("not admitted by Mandate")
-	}
 	newObj, err := decodeObject(req.Object.Raw, req.Namespace)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
+	}
+	return v.updateObject(ctx, req, gvk, oldObj, newObj)
+}
+
+// scale checks an UPDATE of a scalable kind's scale subresource as the
+// UPDATE of the object it stands for: the stored object, and it with
+// spec.replicas set to the Scale's.
+func (v *Validator) scale(ctx context.Context, req admission.Request) admission.Response {
+	k, governed := workload.LookupResource(req.Resource.Group, req.Resource.Resource)
+	if !governed || !k.Scalable || slices.Contains(v.ExemptNamespaces, req.Namespace) {
+		return admission.Allowed("")
+	}
+	scale, err := decodeObject(req.Object.Raw, req.Namespace)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	// Decoded from JSON: a number is a float64.
+	raw, _, _ := unstructured.NestedFieldNoCopy(scale.Object, "spec", "replicas")
+	n, ok := raw.(float64)
+	if !ok || n != math.Trunc(n) || n < 0 || n > workload.MaxPods {
+		return admission.Allowed("no replicas to scale to")
+	}
+	replicas := int64(n)
+	oldObj, err := v.Reviewer.Stored(ctx, k.GVK, req.Namespace, req.Name)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if oldObj == nil {
+		return admission.Allowed("")
+	}
+	newObj := oldObj.DeepCopy()
+	if err := unstructured.SetNestedField(newObj.Object, replicas, "spec", "replicas"); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return v.updateObject(ctx, req, k.GVK, oldObj, newObj)
+}
+
+// updateObject is update for an object of governed kind gvk changed from
+// oldObj to newObj.
+func (v *Validator) updateObject(ctx context.Context, req admission.Request, gvk schema.GroupVersionKind, oldObj, newObj *unstructured.Unstructured) admission.Response {
+	if _, admitted := oldObj.GetAnnotations()[scheduler.AnnotationDirectives]; !admitted {
+		return admission.Allowed("not admitted by Mandate")
 	}
 	changed := scheduler.ChangedOwnedKeys(oldObj.GetLabels(), newObj.GetLabels(), oldObj.GetAnnotations(), newObj.GetAnnotations())
 	if len(changed) > 0 {

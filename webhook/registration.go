@@ -120,7 +120,7 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 			Name:         ValidatingWebhookName,
 			ClientConfig: o.clientConfig(ValidatePath),
 			// UPDATE too: Mandate's keys on what it admitted are immutable.
-			Rules:                   workloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Rules:                   append(workloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), scaleRules()...),
 			FailurePolicy:           failure,
 			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
 			NamespaceSelector:       workloadSelector,
@@ -170,6 +170,24 @@ func workloadRules(ops ...admissionregistrationv1.OperationType) []admissionregi
 			Rule: admissionregistrationv1.Rule{APIGroups: []string{k.GVK.Group}, APIVersions: []string{k.GVK.Version},
 				Resources: []string{k.Resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 		}
+	}
+	return rules
+}
+
+// scaleRules route an UPDATE of a scalable kind's scale subresource
+// (kubectl scale, a HorizontalPodAutoscaler), which raises its replicas
+// without an UPDATE of the object itself.
+func scaleRules() []admissionregistrationv1.RuleWithOperations {
+	var rules []admissionregistrationv1.RuleWithOperations
+	for _, k := range workload.Kinds() {
+		if !k.Scalable {
+			continue
+		}
+		rules = append(rules, admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{k.GVK.Group}, APIVersions: []string{k.GVK.Version},
+				Resources: []string{k.Resource + "/scale"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		})
 	}
 	return rules
 }

@@ -43,7 +43,7 @@ func TestNormalizeInvalid(t *testing.T) {
 		wantMsg  string
 	}{
 		{"malformed YAML", "kind: Pod\n  apiVersion: v1\n", ErrInvalid, "malformed YAML"},
-		{"unknown kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", ErrUnsupportedKind, "supported kinds are"},
+		{"unknown kind", "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n", ErrUnsupportedKind, "supported kinds are"},
 		{"unknown version of a known kind", "apiVersion: kubeflow.org/v2\nkind: PyTorchJob\nmetadata: {name: d}\n", ErrUnsupportedKind, "kubeflow.org/v2 PyTorchJob"},
 		{"bad apiVersion", "apiVersion: a/b/c\nkind: Pod\nmetadata: {name: d}\n", ErrInvalid, `apiVersion is "a/b/c"`},
 		{"no metadata", "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: c}]}\n", ErrInvalid, "metadata is required"},

@@ -33,6 +33,10 @@ type Kind struct {
 	VolcanoNative bool
 	// Normalise reads the kind's gang, GPUs and scheduling fields.
 	Normalise Normaliser
+	// Scalable is true for a kind whose scale subresource sets
+	// spec.replicas (kubectl scale, a HorizontalPodAutoscaler): an UPDATE
+	// of <resource>/scale is decided as the same UPDATE of the object.
+	Scalable bool
 }
 
 // Normaliser turns one kind of object into a Workload. It fills what only the
@@ -129,4 +133,14 @@ func GangOwners() []schema.GroupVersionKind {
 		}
 	}
 	return out
+}
+
+// LookupResource returns the registration of an API group's resource.
+func LookupResource(group, resource string) (Kind, bool) {
+	for _, k := range Kinds() {
+		if k.GVK.Group == group && k.Resource == resource {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }

@@ -89,10 +89,8 @@ func applyMetadata(w *Workload, meta metav1.ObjectMeta) error {
 		}
 	}
 	w.RequestedPreemptible, w.RequestedPreemptibleBy = requestedPreemptibility(meta.Labels, meta.Annotations)
-	w.Topology = TopologyRequest{
-		Required:  meta.Annotations[AnnotationTopologyRequired],
-		Preferred: meta.Annotations[AnnotationTopologyPreferred],
-	}
+	w.Topology.Required = meta.Annotations[AnnotationTopologyRequired]
+	w.Topology.Preferred = meta.Annotations[AnnotationTopologyPreferred]
 	if v, ok := meta.Annotations[AnnotationMinAvailable]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > w.Pods {

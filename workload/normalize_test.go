@@ -37,6 +37,16 @@ func TestNormalizeGolden(t *testing.T) {
 		{"volcanojob-minavailable.yaml", 6, 4, 2, 8, "nvidia.com/gpu"},
 		{"job-parallelism-affinity.yaml", 4, 2, 2, 8, "nvidia.com/gpu"},
 		{"pod-fraction.yaml", 1, 0, 1, 1, "nvidia.com/gpu"},
+		// The kinds of issue 11, from their upstream projects' examples.
+		{"jobset-startup-policy.yaml", 3, 0, 0, 0, ""},
+		{"jobset-gpu-exclusive.yaml", 9, 0, 8, 64, "nvidia.com/gpu"},
+		{"trainjob-torch-ddp.yaml", 5, 0, 2, 10, "nvidia.com/gpu"},
+		{"lws-vllm-gpu.yaml", 4, 2, 8, 32, "nvidia.com/gpu"},
+		{"mpijob-tensorflow-benchmarks.yaml", 3, 0, 1, 2, "nvidia.com/gpu"},
+		{"rayjob-pytorch-text-classifier.yaml", 1, 0, 1, 1, "nvidia.com/gpu"},
+		{"raycluster-complete.yaml", 2, 0, 0, 0, ""},
+		{"deployment-inference.yaml", 4, 1, 1, 4, "nvidia.com/gpu"},
+		{"statefulset-inference.yaml", 3, 1, 2, 6, "nvidia.com/gpu"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -193,7 +203,7 @@ spec:
 
 func TestNormalizeUnsupportedKind(t *testing.T) {
 	_, err := Normalize(&unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d"},
+		"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "d"},
 	}})
 	require.ErrorIs(t, err, ErrUnsupportedKind)
 	for _, kind := range []string{"v1 Pod", "batch/v1 Job", "kubeflow.org/v1 PyTorchJob", "batch.volcano.sh/v1alpha1 Job"} {
@@ -260,4 +270,15 @@ func normalizeString(manifest string) (Workload, error) {
 		return Workload{}, errors.New("want exactly one object")
 	}
 	return Normalize(objs[0])
+}
+
+// TestNormalizeScaledToZero: a Deployment scaled to zero is decided on one
+// replica, not rejected: scaling to zero must stay possible.
+func TestNormalizeScaledToZero(t *testing.T) {
+	objs, err := Decode([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 0\n  template:\n    spec:\n      containers:\n      - {name: c, image: x, resources: {limits: {nvidia.com/gpu: 2}}}\n"))
+	require.NoError(t, err)
+	w, err := Normalize(objs[0])
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.Pods)
+	assert.Equal(t, 2, w.TotalGPUs)
 }

@@ -38,6 +38,12 @@ const (
 	// reservation its pods confirm: the name it will get is not known at
 	// admission.
 	AnnotationReservation = "mandate.dev/reservation"
+	// AnnotationGangOwner, set by Mandate on a pod (or link object) whose
+	// gang owner is not its direct controller (a Deployment's pod, whose
+	// controller is a ReplicaSet; a JobSet's pod, whose controller is a
+	// Job), names that owner as the JSON of an Owner: the quota ledger
+	// counts the pod against the owner's reservation and gang slots.
+	AnnotationGangOwner = "mandate.dev/gang-owner"
 	// LabelProduct is the node label (and node selector) naming the GPU model.
 	LabelProduct = "nvidia.com/gpu.product"
 )
@@ -53,6 +59,12 @@ const (
 	// over several devices.
 	AnnotationGPUFractionDevices = "gpu-fraction-num-devices"
 )
+
+// NoTemplate is the Templates pointer of a role whose pod template is not
+// in the object (a TrainJob's, which its runtime holds): adapters render
+// nothing for it, and its pods get the directives through the child the
+// kind's controller creates (a JobSet), which gets the owner's.
+const NoTemplate = "-"
 
 // Bounds beyond which a request is treated as a mistake rather than a
 // workload (ErrInvalid).
@@ -139,6 +151,10 @@ type Workload struct {
 	// needs the claims and templates themselves (separate objects): the
 	// review service does it (review.Service.Claims).
 	Claims []PodClaim `json:"-"`
+	// Notes are what the normaliser could not read and assumed instead (a
+	// TrainJob's node count, which its runtime may set): warnings of the
+	// decision, not part of the policy's input.
+	Notes []string `json:"-"`
 	// Labels and Annotations of the object itself (not of its pod template).
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
@@ -155,6 +171,10 @@ type Namespace struct {
 type TopologyRequest struct {
 	Required  string `json:"required"`
 	Preferred string `json:"preferred"`
+	// RequiredNodeLabel is a node label the kind's own key asks all pods
+	// to share (JobSet's exclusive-topology annotation): the model's level
+	// with that label is required, when it has one and Required is unset.
+	RequiredNodeLabel string `json:"requiredNodeLabel,omitempty"`
 }
 
 // Role is one homogeneous set of pods in a workload.

@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -50,12 +53,15 @@ per-dimension explanation (verdict, limit, current value). A workload that
 names no namespace is taken to be in --namespace (default "default"), as
 kubectl create -n would place it. Workloads are
 decided in order, each admitted one counting against its tenant's quota for
-the next, as consecutive creates would.
+the next, as consecutive creates would. Documents of kinds Mandate does not
+govern (a Queue, a ConfigMap, …) are listed as "skipped: not a governed kind"
+and not decided. A Deployment or StatefulSet is followed by a preview of its
+pods: admitted with its directives, counted with it, not again.
 
 Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return exitStatus(runEval(cmd.Context(), cmd.OutOrStdout(), o))
+			return exitStatus(runEval(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o))
 		},
 	}
 	f := cmd.Flags()
@@ -83,7 +89,7 @@ func exitStatus(code int, err error) error {
 	return nil
 }
 
-func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
+func runEval(ctx context.Context, out, errOut io.Writer, o evalOptions) (int, error) {
 	policy, err := loadPolicy(o.policies)
 	if err != nil {
 		return 0, err
@@ -99,9 +105,17 @@ func runEval(ctx context.Context, out io.Writer, o evalOptions) (int, error) {
 	if err := state.LoadFile(o.cluster); err != nil {
 		return 0, err
 	}
-	items, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Claims: state.Claims(), Explain: true}, o)
+	items, skipped, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Claims: state.Claims(), Explain: true}, o)
 	if err != nil {
 		return 0, err
+	}
+	// Skipped documents are not part of a machine-readable report.
+	skipOut := errOut
+	if o.output == "table" {
+		skipOut = out
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(skipOut, s)
 	}
 	if err := render(out, o.output, items); err != nil {
 		return 0, err
@@ -121,37 +135,89 @@ func loadPolicy(dir string) (*evaluator.Policy, error) {
 	return evaluator.LoadPaths([]string{dir}, "dev")
 }
 
-func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]report.Item, error) {
+func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]report.Item, []string, error) {
 	files, err := manifestFiles(o.manifest)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req := evaluator.Request{Operation: "CREATE", User: o.user, Groups: o.groups}
-	var items []report.Item
+	var (
+		items   []report.Item
+		skipped []string
+	)
 	for _, file := range files {
 		data, err := readManifest(file)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		objs, err := workload.Decode(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
 		for _, obj := range objs {
+			if _, governed := workload.Lookup(obj.GroupVersionKind()); !governed {
+				skipped = append(skipped, fmt.Sprintf("%s: %s %s: skipped: not a governed kind",
+					filepath.Base(file), obj.GetAPIVersion()+" "+obj.GetKind(), obj.GetName()))
+				continue
+			}
 			if obj.GetNamespace() == "" {
 				obj.SetNamespace(o.namespace)
 			}
 			rv, err := r.Review(ctx, obj, req)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
 			items = append(items, report.Item{Source: filepath.Base(file), Review: rv})
+			if preview, ok, err := podPreview(obj, rv, req); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			} else if ok {
+				items = append(items, report.Item{Source: filepath.Base(file) + " (its pods)", Review: preview})
+			}
 		}
 	}
 	if len(items) == 0 {
-		return nil, fmt.Errorf("%s holds no workload", o.manifest)
+		return nil, nil, fmt.Errorf("%s holds no workload of a governed kind (%d documents skipped)", o.manifest, len(skipped))
 	}
-	return items, nil
+	return items, skipped, nil
+}
+
+// podPreview is what a pod of an admitted Deployment or StatefulSet gets at
+// its own admission: its owner's directives, without a decision of its own
+// and without counting against quota again (review.Service.GangDirectives).
+// ok is false for other kinds and for a denied owner.
+func podPreview(obj *unstructured.Unstructured, rv review.Result, req evaluator.Request) (review.Result, bool, error) {
+	gvk := obj.GroupVersionKind()
+	if (gvk != workload.DeploymentGVK && gvk != workload.StatefulSetGVK) || !rv.Decision.Allowed || rv.Mutated == nil {
+		return review.Result{}, false, nil
+	}
+	tmpl, found, err := unstructured.NestedMap(rv.Mutated.Object, "spec", "template")
+	if err != nil || !found {
+		return review.Result{}, false, nil
+	}
+	pod := &unstructured.Unstructured{Object: tmpl}
+	pod.SetAPIVersion("v1")
+	pod.SetKind("Pod")
+	pod.SetNamespace(obj.GetNamespace())
+	pod.SetGenerateName(rv.Mutated.GetName() + "-")
+	pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+		Name: rv.Mutated.GetName(), Controller: ptr.To(true)}})
+	mutated, patch, err := review.RenderGang(pod, rv.Decision.Directives, req)
+	if err != nil {
+		return review.Result{}, false, fmt.Errorf("unable to preview the pods of %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	w, err := workload.Normalize(mutated)
+	if err != nil {
+		return review.Result{}, false, fmt.Errorf("unable to preview the pods of %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	w.Tenant, w.Name = rv.Workload.Tenant, rv.Mutated.GetName()+"-*"
+	d := evaluator.Decision{
+		Allowed:    true,
+		Directives: rv.Decision.Directives,
+		Revision:   rv.Decision.Revision,
+		Warnings: []string{fmt.Sprintf("each of the %d pods of %s %s is admitted with its directives and counted with it, not again",
+			rv.Workload.Pods, gvk.Kind, obj.GetName())},
+	}
+	return review.Result{Workload: w, Decision: d, Patch: patch, Mutated: mutated}, true, nil
 }
 
 // manifestFiles expands a directory to its YAML and JSON files, sorted.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -104,7 +105,7 @@ func TestEvalBadInput(t *testing.T) {
 		want string
 	}{
 		{"malformed YAML", []string{"-f", manifest(t, "kind: Pod\n  metadata: [")}, "invalid"},
-		{"unknown kind", []string{"-f", manifest(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")}, "Deployment"},
+		{"only ungoverned kinds", []string{"-f", manifest(t, "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n")}, "holds no workload of a governed kind"},
 		{"absurd quantity", []string{"-f", manifest(t, pod("1e12"))}, "nvidia.com/gpu"},
 		{"fractional GPUs", []string{"-f", manifest(t, pod("0.5"))}, "whole number"},
 		{"missing fields", []string{"-f", manifest(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\n")}, "spec.containers is required"},
@@ -146,4 +147,82 @@ func TestOPACommandKnowsTheBuiltin(t *testing.T) {
 	out := <-read
 	require.Equal(t, 0, code)
 	require.Contains(t, string(out), `"name": "mandate.placement"`)
+}
+
+// TestEvalKinds decides each kind of issue 11 from its upstream project's
+// example (workload/testdata): decided (exit 0 or 1, never 2), with the
+// gang's GPUs as the quota request.
+func TestEvalKinds(t *testing.T) {
+	for _, tc := range []struct {
+		file, kind, requested string
+	}{
+		{"jobset-gpu-exclusive.yaml", "JobSet", "+ 64 requested"},
+		{"trainjob-torch-ddp.yaml", "TrainJob", "+ 10 requested"},
+		{"lws-vllm-gpu.yaml", "LeaderWorkerSet", "+ 32 requested"},
+		{"mpijob-tensorflow-benchmarks.yaml", "MPIJob", "+ 2 requested"},
+		{"rayjob-pytorch-text-classifier.yaml", "RayJob", "+ 1 requested"},
+		{"raycluster-complete.yaml", "RayCluster", "RayCluster product/raycluster-complete"},
+		{"deployment-inference.yaml", "Deployment", "+ 4 requested"},
+		{"statefulset-inference.yaml", "StatefulSet", "+ 6 requested"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("../../workload/testdata", tc.file))
+			require.NoError(t, err)
+			// The TrainJob example names its proposal's namespace.
+			code, out, msg := run(t, "eval", "-f", manifest(t, strings.ReplaceAll(string(data), "namespace: tenant-alpha", "namespace: product")),
+				"--cluster", exampleCluster, "-n", "product")
+			require.Contains(t, []int{exitAdmitted, exitDenied}, code, msg+out)
+			require.Contains(t, out, tc.kind+" product/")
+			require.Contains(t, out, tc.requested)
+			require.NotContains(t, out, "skipped")
+		})
+	}
+}
+
+// TestEvalMixedDirectory: documents of kinds Mandate does not govern are
+// skipped with a line saying so; the rest are decided as usual.
+func TestEvalMixedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	queue := "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\nspec: {weight: 1}\n"
+	job := func(gpus int) string {
+		return fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: train, namespace: product}\nspec:\n  template:\n    spec:\n"+
+			"      restartPolicy: Never\n      containers:\n      - {name: c, image: x, resources: {limits: {nvidia.com/gpu: %d}}}\n", gpus)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "00-queue.yaml"), []byte(queue), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-job.yaml"), []byte(job(1)), 0o600))
+	code, out, msg := run(t, "eval", "-f", dir, "--cluster", exampleCluster)
+	require.Equal(t, exitAdmitted, code, msg+out)
+	require.Contains(t, out, "00-queue.yaml: scheduling.volcano.sh/v1beta1 Queue research: skipped: not a governed kind")
+	require.Contains(t, out, "Job product/train")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-job.yaml"), []byte(job(1000)), 0o600))
+	code, out, msg = run(t, "eval", "-f", dir, "--cluster", exampleCluster)
+	require.Equal(t, exitDenied, code, msg+out)
+	require.Contains(t, out, "skipped: not a governed kind")
+	require.Contains(t, out, "QUOTA_EXCEEDS_CEILING")
+
+	// Machine-readable output stays parseable: the skip goes to stderr.
+	code, out, msg = run(t, "eval", "-f", dir, "--cluster", exampleCluster, "-o", "json")
+	require.Equal(t, exitDenied, code, msg+out)
+}
+
+// TestEvalDeploymentPreviewsItsPods: a Deployment is followed by what its
+// pods get: its directives, counted with it.
+func TestEvalDeploymentPreviewsItsPods(t *testing.T) {
+	code, out, msg := run(t, "eval", "-f", "../../workload/testdata/deployment-inference.yaml", "--cluster", exampleCluster, "-n", "product")
+	require.Equal(t, exitAdmitted, code, msg+out)
+	require.Contains(t, out, "Pod product/llm-serve-*")
+	require.Contains(t, out, "each of the 4 pods of Deployment llm-serve is admitted with its directives and counted with it, not again")
+	require.Contains(t, out, "add /metadata/labels/kai.scheduler~1queue product")
+}
+
+// TestEvalTrainJobRuntimeAssumptionsWarn: what a TrainJob leaves to its
+// runtime (node count, resources) is not read at admission; the decision
+// says what was assumed.
+func TestEvalTrainJobRuntimeAssumptionsWarn(t *testing.T) {
+	tj := "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: mnist, namespace: product}\nspec:\n  runtimeRef: {name: torch-distributed}\n"
+	code, out, msg := run(t, "eval", "-f", manifest(t, tj), "--cluster", exampleCluster)
+	require.Equal(t, exitAdmitted, code, msg+out)
+	require.Contains(t, out, `spec.trainer.numNodes is unset: counted as 1 node; the nodes runtime "torch-distributed" adds`)
+	require.Contains(t, out, "spec.trainer.resourcesPerNode is unset: no GPUs are counted with the TrainJob")
 }

@@ -86,10 +86,11 @@ func TestUnconfirmedReservationsAreReleased(t *testing.T) {
 	}
 }
 
-// TestDeploymentPodsSpendTheGuaranteeOnce: a Deployment's pods are created
-// by the ReplicaSet controller with generateName, so they have no name when
-// Mandate decides them; they are reserved under their request's uid all the
-// same. With platform's guarantee raised to 16, of 40 one-GPU build pods
+// TestDeploymentPodsSpendTheGuaranteeOnce: a bare ReplicaSet's pods (a
+// ReplicaSet is not a governed kind, unlike a Deployment, so its pods are
+// decided one by one) are created by the ReplicaSet controller with
+// generateName, so they have no name when Mandate decides them; they are
+// reserved under their request's uid all the same. With platform's guarantee raised to 16, of 40 one-GPU build pods
 // exactly 16 run non-preemptible and the rest preemptible (the model's
 // quotaPolicy.overGuarantee; each fits under the ceiling on its own, and
 // the scheduler holds what the ceiling does not let run).
@@ -104,12 +105,12 @@ func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
 		c.Policies = policies
 	}})
 	s.populate(t)
-	envtest.StartControllers(t, s.env, "", "deployment-controller", "replicaset-controller")
+	envtest.StartControllers(t, s.env, "", "replicaset-controller")
 	ctx := context.Background()
 	template := buildPod("")
-	dep := &appsv1.Deployment{
+	dep := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "platform"},
-		Spec: appsv1.DeploymentSpec{
+		Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptr.To(int32(replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: template.Spec},
@@ -131,7 +132,7 @@ func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
 		byPreemptible[p.Labels[ledger.LabelPreemptible]]++
 	}
 	if byPreemptible["false"] != guarantee || byPreemptible["true"] != replicas-guarantee {
-		t.Errorf("of %d Deployment pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
+		t.Errorf("of %d ReplicaSet pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
 			replicas, byPreemptible, guarantee)
 	}
 }

@@ -90,6 +90,7 @@ type options struct {
 	pyTorchJob    bool
 	certManager   bool
 	kueue         bool
+	workloadKinds bool
 	crdPaths      []string
 	webhooks      *crenvtest.WebhookInstallOptions
 	apiServerArgs [][2]string
@@ -121,6 +122,25 @@ func WithCertManagerCRDs() Option {
 // that only the scheduler-sync tests need.
 func WithKueueCRDs() Option {
 	return func(o *options) { o.kueue = true }
+}
+
+// workloadCRDs are the folders of the governed workload kinds' CRDs,
+// copied out of their Go modules by `hack/envtest-assets.sh workload-crds`.
+var workloadCRDs = []struct{ dir, what string }{
+	{assetsDir + "/crds/jobset", "JobSet"},
+	{assetsDir + "/crds/lws", "LeaderWorkerSet"},
+	{assetsDir + "/crds/trainer", "Kubeflow Trainer"},
+	{assetsDir + "/crds/mpi-operator", "MPI operator"},
+	{assetsDir + "/crds/kuberay", "KubeRay"},
+}
+
+// WithWorkloadCRDs also installs the upstream CRDs of the workload kinds
+// Mandate governs beyond core, Volcano and PyTorchJob: JobSet, TrainJob
+// (and its runtimes), LeaderWorkerSet, MPIJob, RayJob and RayCluster
+// (and RayService), copied into bin/k8s/crds/<project> by
+// hack/envtest-assets.sh.
+func WithWorkloadCRDs() Option {
+	return func(o *options) { o.workloadKinds = true }
 }
 
 // WithCRDPaths also installs the CRDs in these files or directories

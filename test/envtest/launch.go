@@ -213,6 +213,13 @@ func listCRDFiles(root string, o options) ([]string, error) {
 			return nil, err
 		}
 	}
+	if o.workloadKinds {
+		for _, c := range workloadCRDs {
+			if files, err = appendAssetCRDs(files, root, c.dir, c.what); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, p := range o.crdPaths {
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("CRD path: %w", err)

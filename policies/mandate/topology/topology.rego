@@ -51,9 +51,22 @@ deny contains v if {
 	))
 }
 
+# The level the workload asks for: its required level, else the model's
+# level whose node label its kind's own key names (JobSet's
+# exclusive-topology annotation; a label no level has asks for nothing).
+asked_required := r if {
+	r := input.workload.topology.required
+	r != ""
+} else := names[0] if {
+	label := object.get(input.workload.topology, "requiredNodeLabel", "")
+	label != ""
+	names := [l.name | some l in model.topology.levels; l.nodeLabel == label]
+	count(names) > 0
+} else := ""
+
 # The required level: the rule's, or a tighter one the workload asks for.
 required_level := r if {
-	r := input.workload.topology.required
+	r := asked_required
 	r != ""
 	facts.index[r] > facts.index[facts.rules[0].required]
 } else := facts.rules[0].required

@@ -134,3 +134,14 @@ test_elastic_maximum_that_fits_is_silent if {
 		v.code != "TOPOLOGY_ELASTIC_MAX_NEVER_FITS"
 	}
 }
+
+# A kind's own placement key names a node label (JobSet's exclusive-topology
+# annotation): the level with that label is required; a label no level has
+# asks for nothing, and is no unknown level.
+test_required_node_label_names_a_level if {
+	asks := object.union(testing.gang(3, 8), {"topology": {"required": "", "preferred": "", "requiredNodeLabel": "kubernetes.io/hostname"}})
+	topology.required_level == "node" with input as _in(asks) with data.mandate.model as testing.model
+	other := object.union(testing.gang(3, 8), {"topology": {"required": "", "preferred": "", "requiredNodeLabel": "example.com/rack"}})
+	topology.required_level == "clique" with input as _in(other) with data.mandate.model as testing.model
+	count(topology.facts.unknown) == 0 with input as _in(other) with data.mandate.model as testing.model
+}
