@@ -73,7 +73,7 @@ var placementDecl = &rego.Function{
 		types.Args(types.Named("request", placementRequestType).
 			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel; cluster is read only by `mandate opa test`")),
 		types.Named("result", placementResultType).
-			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal, " +
+			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal, "+
 				"shortfall (when no domain has room for one pod: level, domains considered, freest domain, its free GPUs and most on one node)"),
 	),
 	// It reads the live cluster state, which changes between evaluations.
