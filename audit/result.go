@@ -87,6 +87,9 @@ type Result struct {
 	Changes []Change `json:"changes"`
 	// Subtracted is what was taken out of the cluster state before deciding.
 	Subtracted Subtracted `json:"subtracted"`
+	// Explanations are the decision's, per dimension: verdict, limit and
+	// current value (read by mandate explain).
+	Explanations []evaluator.Explanation `json:"explanations,omitempty"`
 	Notes      []string   `json:"notes,omitempty"`
 }
 
@@ -128,6 +131,7 @@ func refOf(obj *unstructured.Unstructured, tenant string) WorkloadRef {
 func (r *Result) fill(obj *unstructured.Unstructured, rv review.Result) error {
 	d := rv.Decision
 	r.Violations, r.Warned, r.DryRun, r.Warnings = d.Violations, d.Warned, d.DryRun, d.Warnings
+	r.Explanations = d.Explanations
 	if !d.Allowed {
 		r.Verdict = VerdictDeny
 		return nil
