@@ -90,7 +90,7 @@ type Result struct {
 	// Explanations are the decision's, per dimension: verdict, limit and
 	// current value (read by mandate explain).
 	Explanations []evaluator.Explanation `json:"explanations,omitempty"`
-	Notes      []string   `json:"notes,omitempty"`
+	Notes        []string                `json:"notes,omitempty"`
 }
 
 // WorkloadRef names a workload.
