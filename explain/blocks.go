@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,9 +32,24 @@ var busyCeiling = regexp.MustCompile(`tenant (\S+) uses (\d+) of its (\d+) (\S+)
 type holders struct {
 	byTenant map[string][]holder
 	parents  map[string]string
-	// unhealthy GPUs by resource, and the nodes.
-	unhealthy      map[string]int
-	unhealthyNodes []string
+	// unhealthy are the nodes marked unhealthy, by name.
+	unhealthy []sick
+	// pods are the GPU-holding pods, and domains each node's domain keys.
+	pods    []podHold
+	domains map[string][]string
+}
+
+// podHold is one running pod's GPUs and whose they are.
+type podHold struct {
+	holder
+	node string
+}
+
+// sick is an unhealthy node: its GPU product and GPUs.
+type sick struct {
+	name    string
+	product string
+	gpus    map[string]int
 }
 
 type holder struct {
@@ -44,7 +60,7 @@ type holder struct {
 }
 
 func holdersOf(inv *audit.Inventory, m model.Model) holders {
-	h := holders{byTenant: map[string][]holder{}, parents: m.Parents(), unhealthy: map[string]int{}}
+	h := holders{byTenant: map[string][]holder{}, parents: m.Parents(), domains: map[string][]string{}}
 	tenantOf := map[string]string{}
 	for _, ns := range inv.Namespaces {
 		tenantOf[ns.GetName()] = ns.GetLabels()["mandate.dev/tenant"]
@@ -76,6 +92,7 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 			sums[name] = s
 		}
 		s.gpus += gpus
+		h.pods = append(h.pods, podHold{holder: holder{name: name, tenant: s.tenant, gpus: gpus, preemptible: s.preemptible}, node: pod.Spec.NodeName})
 	}
 	for _, s := range sums {
 		h.byTenant[s.tenant] = append(h.byTenant[s.tenant], *s)
@@ -94,15 +111,13 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, node); err != nil {
 			continue
 		}
-		if !topology.ViewNode(cfg, node).Unhealthy {
-			continue
+		v := topology.ViewNode(cfg, node)
+		h.domains[node.Name] = v.Keys
+		if v.Unhealthy {
+			h.unhealthy = append(h.unhealthy, sick{name: node.Name, product: v.Product, gpus: topology.NodeGPUs(node)})
 		}
-		for r, n := range topology.NodeGPUs(node) {
-			h.unhealthy[r] += n
-		}
-		h.unhealthyNodes = append(h.unhealthyNodes, node.Name)
 	}
-	sort.Strings(h.unhealthyNodes)
+	sort.Slice(h.unhealthy, func(i, j int) bool { return h.unhealthy[i].name < h.unhealthy[j].name })
 	return h
 }
 
@@ -126,6 +141,40 @@ func (h holders) under(tenant string) []holder {
 	})
 	return out
 }
+
+// in lists the holders of GPUs on the nodes of domain, biggest first.
+func (h holders) in(domain string) []holder {
+	sums := map[string]*holder{}
+	var order []string
+	for _, p := range h.pods {
+		if !slices.Contains(h.domains[p.node], domain) {
+			continue
+		}
+		s, ok := sums[p.name]
+		if !ok {
+			c := p.holder
+			c.gpus = 0
+			s = &c
+			sums[p.name] = s
+			order = append(order, p.name)
+		}
+		s.gpus += p.gpus
+	}
+	out := make([]holder, 0, len(order))
+	for _, n := range order {
+		out = append(out, *sums[n])
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].gpus != out[j].gpus {
+			return out[i].gpus > out[j].gpus
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// roomiest reads the domain a TOPOLOGY_WAITS message names.
+var roomiest = regexp.MustCompile(`the roomiest \S+ \(([^)]+)\)`)
 
 // describe names at most three holders.
 func describe(list []holder) string {
@@ -171,24 +220,48 @@ func blockOf(v evaluator.Violation, limits map[string]evaluator.Explanation, e *
 		b.Unblock = fmt.Sprintf("label namespace %s with mandate.dev/tenant naming a tenant of the authority model", e.Workload.Namespace)
 	case "TOPOLOGY_NEVER_FITS":
 		b.Unblock = suggestion(v.Message, "it can never run as asked: ask for fewer pods or GPUs per pod")
+		if strings.Contains(v.Message, "no healthy node") {
+			b.Unblock = "ask for another GPU product or fewer GPUs per pod"
+		}
+		b.Unblock += h.repair(v.Message)
 	case "TOPOLOGY_WAITS":
 		b.Unblock = "free GPUs within one domain of the required level (finish or preempt work there)"
-		if x.Current != "" {
-			b.Unblock += "; now " + x.Current
-		}
-		if len(h.unhealthyNodes) > 0 {
-			var parts []string
-			for r, n := range h.unhealthy {
-				parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		if m := roomiest.FindStringSubmatch(v.Message); m != nil {
+			if list := h.in(m[1]); len(list) > 0 {
+				b.Unblock = fmt.Sprintf("free GPUs in %s, the roomiest: %s", m[1], describe(list))
 			}
-			sort.Strings(parts)
-			b.Unblock += fmt.Sprintf("; or repair the unhealthy nodes %s (%s out of the fit)",
-				strings.Join(h.unhealthyNodes, ", "), strings.Join(parts, ", "))
 		}
+		b.Unblock += h.repair(v.Message)
 	default:
 		b.Unblock = suggestion(v.Message, "change what the rule "+v.Code+" objects to")
 	}
 	return b
+}
+
+// repair suggests repairing the unhealthy nodes that could take the
+// workload: those of the product the message names ("(NVIDIA-GB200)"), or
+// all when it names none. "" when there are none.
+func (h holders) repair(msg string) string {
+	var names []string
+	gpus := map[string]int{}
+	for _, n := range h.unhealthy {
+		if n.product != "" && strings.Contains(msg, "(") && !strings.Contains(msg, "("+n.product+")") {
+			continue
+		}
+		names = append(names, n.name)
+		for r, g := range n.gpus {
+			gpus[r] += g
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	var parts []string
+	for r, g := range gpus {
+		parts = append(parts, fmt.Sprintf("%d %s", g, r))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("; or repair the unhealthy nodes %s (%s out of the fit)", strings.Join(names, ", "), strings.Join(parts, ", "))
 }
 
 // suggestion is the message's own advice (after its last "; "), or def.

@@ -134,7 +134,7 @@ func schedulerView(obj *unstructured.Unstructured, d *evaluator.Directives, st *
 					so.Capacity = render(o.Object, "spec", "capability")
 					so.Allocated = render(o.Object, "status", "allocated")
 				} else {
-					so.Capacity = render(o.Object, "spec", "resources")
+					so.Capacity = "gpu " + render(o.Object, "spec", "resources", "gpu")
 					so.Allocated = render(o.Object, "status", "allocated")
 				}
 			}

@@ -147,6 +147,10 @@ _roomiest := sprintf("the roomiest %s (%s) has %d of the %d pod slots it needs f
 	placement.shortfall.freest, placement.shortfall.freestGPUs, placement.shortfall.freestNodeGPUs,
 ]) if {
 	placement.shortfall.freestGPUs > 0
+} else := sprintf("no %s domain has a healthy node with %s%s", [
+	required_level, lib.workload.gpuResource, _product_suffix,
+]) if {
+	placement.shortfall.domains == 0
 } else := sprintf("none of the %d %s domains considered has a free %s%s", [
 	placement.shortfall.domains, required_level, lib.workload.gpuResource, _product_suffix,
 ])
