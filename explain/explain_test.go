@@ -128,4 +128,3 @@ func TestUnknownWorkloadIsBadInput(t *testing.T) {
 		explain.Options{Decider: ev, Model: ev.Model()})
 	require.ErrorIs(t, err, explain.ErrBadTarget)
 }
-
