@@ -126,7 +126,9 @@ func decide(ctx context.Context, r *review.Service, state *cluster.State, e entr
 	for _, p := range e.pods {
 		state.UpsertPod(p)
 	}
-	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: subtracted(e.pods)}
+	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: subtracted(e.pods),
+		Shape: Shape{Pods: rv.Workload.Pods, GPUsPerPod: rv.Workload.GPUsPerPod, TotalGPUs: rv.Workload.TotalGPUs,
+			Resource: rv.Workload.GPUResource, Product: rv.Workload.GPUProduct}}
 	if err != nil {
 		if !errors.Is(err, workload.ErrInvalid) && !errors.Is(err, workload.ErrUnsupportedKind) {
 			return Result{}, fmt.Errorf("unable to audit %s %s/%s: %w", e.obj.GetKind(), e.obj.GetNamespace(), e.obj.GetName(), err)

@@ -60,7 +60,10 @@ type Explanation struct {
 	// Scheduler is the scheduler's view of it: PodGroups, its Queue, Kueue
 	// Workloads. Kinds the cluster does not serve are simply absent.
 	Scheduler []SchedulerObject `json:"scheduler"`
-	// Subtracted is what of its own was taken out before deciding.
+	// Shape is its GPU demand.
+	Shape audit.Shape `json:"shape"`
+	// Subtracted is what of its own was taken out before deciding: its
+	// running pods (none while it is pending).
 	Subtracted audit.Subtracted `json:"subtracted"`
 	Notes      []string         `json:"notes,omitempty"`
 }
@@ -107,10 +110,46 @@ func Explain(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, t
 		return nil, fmt.Errorf("%w: %s %s/%s is not governed by Mandate (finished, or in a namespace it never governs)",
 			ErrBadTarget, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	}
+	return build(res, obj, inv, sched, o, holdersOf(inv, o.Model)), nil
+}
+
+// All explains every governed workload of inv, deciding each once.
+func All(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, o Options) ([]*Explanation, error) {
+	rep, err := audit.Audit(ctx, inv, audit.Options{
+		Decider: o.Decider, Model: o.Model, Revision: o.Revision, Exempt: o.Exempt, Explain: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to decide the workloads again: %w", err)
+	}
+	byRef := map[string]*unstructured.Unstructured{}
+	for _, obj := range slices.Concat(inv.Owners, inv.Pods) {
+		byRef[refKey(obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName())] = obj
+	}
+	h := holdersOf(inv, o.Model)
+	out := make([]*Explanation, 0, len(rep.Workloads))
+	for i := range rep.Workloads {
+		w := rep.Workloads[i].Workload
+		obj := byRef[refKey(w.APIVersion, w.Kind, w.Namespace, w.Name)]
+		if obj == nil {
+			continue
+		}
+		e := build(&rep.Workloads[i], obj, inv, sched, o, h)
+		e.Source = rep.Source
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func refKey(apiVersion, kind, namespace, name string) string {
+	return apiVersion + "|" + kind + "|" + namespace + "|" + name
+}
+
+// build explains one decided workload.
+func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Inventory, sched *SchedulerState, o Options, h holders) *Explanation {
 	e := &Explanation{
 		Workload: res.Workload, Revision: o.Revision, Source: inv.Source,
 		Dimensions: res.Explanations, Directives: res.Directives, Subtracted: res.Subtracted,
-		Notes: res.Notes,
+		Shape: res.Shape, Notes: res.Notes,
 	}
 	if res.Error != "" {
 		e.Blocks = append(e.Blocks, Block{Dimension: "input", Code: "UNREADABLE", Message: res.Error,
@@ -120,7 +159,6 @@ func Explain(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, t
 	for _, x := range res.Explanations {
 		limits[string(x.Dimension)] = x
 	}
-	h := holdersOf(inv, o.Model)
 	for _, v := range res.Violations {
 		e.Blocks = append(e.Blocks, blockOf(v, limits, e, h))
 	}
@@ -134,7 +172,7 @@ func Explain(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, t
 	e.Scheduler = schedulerView(obj, res.Directives, sched)
 	e.Blocks = append(e.Blocks, schedulerBlocks(e.Scheduler)...)
 	e.CanRunNow = len(e.Blocks) == 0
-	return e, nil
+	return e
 }
 
 // waiting recognises the warnings of an admitted workload that will wait:

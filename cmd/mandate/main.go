@@ -62,7 +62,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
-	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand(), newUninstallCommand(), newModelCommand(), newSyncCommand(), newExplainCommand())
+	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand(), newUninstallCommand(), newModelCommand(), newSyncCommand(), newExplainCommand(), newReportCommand())
 	root.Version = buildinfo.Get().Version
 	var version strings.Builder
 	_ = writeVersion(&version, buildinfo.Get())
