@@ -56,3 +56,11 @@ func TestKubectlPluginName(t *testing.T) {
 	assert.True(t, pluginName(`kubectl-mandate.exe`))
 	assert.False(t, pluginName("/usr/local/bin/mandate"))
 }
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
