@@ -7,7 +7,9 @@
 #   helm                     from hack/tools/helm  (helm.sh/helm/v3)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
 # module into crds/cert-manager/, and Kueue's out of sigs.k8s.io/kueue into
-# crds/kueue/.
+# crds/kueue/, and the Prometheus Operator's out of
+# github.com/prometheus-operator/prometheus-operator into
+# crds/prometheus-operator/.
 #
 # Everything comes from the Go module proxy; the versions are pinned by the
 # go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
@@ -21,7 +23,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|etcd|helm|cert-manager-crds|kueue-crds ...]
+#          [kube-apiserver|kube-controller-manager|etcd|helm|cert-manager-crds|kueue-crds|prometheus-operator-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -30,6 +32,9 @@ CERT_MANAGER_VERSION=v1.21.2
 # The Kueue whose CRDs `mandate sync` writes against (served at this exact
 # version only).
 KUEUE_VERSION=v0.19.2
+# The Prometheus Operator whose PrometheusRule CRD the chart's rules are
+# validated against.
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
 # Bump to force every asset to rebuild after changing how they are built.
 ASSETS_FORMAT=1
@@ -43,7 +48,7 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | etcd | helm | cert-manager-crds | kueue-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | etcd | helm | cert-manager-crds | kueue-crds | prometheus-operator-crds) assets+=("$arg") ;;
 	-h | --help)
 		sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -55,7 +60,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager etcd helm cert-manager-crds kueue-crds)
+	assets=(kube-apiserver kube-controller-manager etcd helm cert-manager-crds kueue-crds prometheus-operator-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -223,6 +228,10 @@ for asset in "${assets[@]}"; do
 	kueue-crds)
 		copy_module_crds kueue-crds sigs.k8s.io/kueue "$KUEUE_VERSION" \
 			config/components/crd/bases "$out_dir/crds/kueue"
+		;;
+	prometheus-operator-crds)
+		copy_module_crds prometheus-operator-crds github.com/prometheus-operator/prometheus-operator "$PROMETHEUS_OPERATOR_VERSION" \
+			example/prometheus-operator-crd "$out_dir/crds/prometheus-operator"
 		;;
 	esac
 done

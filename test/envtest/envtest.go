@@ -44,6 +44,7 @@ const (
 	pyTorchJobCRD     = "test/envtest/testdata/crds/kubeflow.org_pytorchjobs.yaml"
 	certManagerCRDs   = assetsDir + "/crds/cert-manager"
 	kueueCRDs         = assetsDir + "/crds/kueue"
+	prometheusRuleCRD = assetsDir + "/crds/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml"
 	assetsInstruction = "run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root"
 
 	// defaultStartTimeout bounds etcd's and kube-apiserver's start, and
@@ -86,16 +87,17 @@ type Env struct {
 type Option func(*options)
 
 type options struct {
-	scheme        *runtime.Scheme
-	pyTorchJob    bool
-	certManager   bool
-	kueue         bool
-	crdPaths      []string
-	webhooks      *crenvtest.WebhookInstallOptions
-	apiServerArgs [][2]string
-	startTimeout  time.Duration
-	restartable   bool
-	auditLog      bool
+	scheme         *runtime.Scheme
+	pyTorchJob     bool
+	certManager    bool
+	kueue          bool
+	prometheusRule bool
+	crdPaths       []string
+	webhooks       *crenvtest.WebhookInstallOptions
+	apiServerArgs  [][2]string
+	startTimeout   time.Duration
+	restartable    bool
+	auditLog       bool
 }
 
 // WithScheme sets the scheme of the client (and of envtest's conversion
@@ -121,6 +123,13 @@ func WithCertManagerCRDs() Option {
 // that only the scheduler-sync tests need.
 func WithKueueCRDs() Option {
 	return func(o *options) { o.kueue = true }
+}
+
+// WithPrometheusRuleCRD also installs the Prometheus Operator's
+// PrometheusRule CRD (monitoring.coreos.com/v1), copied into
+// bin/k8s/crds/prometheus-operator by hack/envtest-assets.sh.
+func WithPrometheusRuleCRD() Option {
+	return func(o *options) { o.prometheusRule = true }
 }
 
 // WithCRDPaths also installs the CRDs in these files or directories
