@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/audit"
+	"github.com/mandate-dev/mandate/authoritymetrics"
 	"github.com/mandate-dev/mandate/clusterreport"
+	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
@@ -117,4 +123,45 @@ func TestExplainAndReportLive(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	assert.Equal(t, []int{212, 30, 16, 7, 208}, []int{rep.IdleGPUs, rep.StrandedGPUs, rep.UnhealthyGPUs, rep.BlockedWorkloads, rep.BlockedGPUs})
 	assert.Equal(t, map[string]int{"topology": 168, "quota": 16, "scheduler": 16, "priority": 8}, rep.BlockedBy)
+
+	// What serve's authority-metrics loop publishes, from the same API
+	// server, scraped from the registry /metrics serves.
+	p, err := loadPolicy("")
+	require.NoError(t, err)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	loop := &authoritymetrics.Loop{Report: authoritymetrics.FromCluster(env.Client, func() *evaluator.Evaluator { return ev }, nil)}
+	require.NoError(t, loop.Once(context.Background()))
+	require.NoError(t, testutil.GatherAndCompare(metrics.Registry, strings.NewReader(`
+# HELP mandate_idle_gpus Free GPUs on healthy, schedulable nodes.
+# TYPE mandate_idle_gpus gauge
+mandate_idle_gpus 212
+# HELP mandate_stranded_gpus Free GPUs no blocked gang could use at its required topology level.
+# TYPE mandate_stranded_gpus gauge
+mandate_stranded_gpus 30
+# HELP mandate_unhealthy_gpus GPUs on nodes the authority model's health rules mark unhealthy.
+# TYPE mandate_unhealthy_gpus gauge
+mandate_unhealthy_gpus 16
+`), "mandate_idle_gpus", "mandate_stranded_gpus", "mandate_unhealthy_gpus"))
+	assert.Equal(t, 16.0, blockedGPUs(t, "quota"))
+	assert.Equal(t, 168.0, blockedGPUs(t, "topology"))
+}
+
+// blockedGPUs reads one mandate_blocked_gpus series from the registry.
+func blockedGPUs(t *testing.T, dimension string) float64 {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "mandate_blocked_gpus" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == dimension {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no mandate_blocked_gpus{dimension=%q}", dimension)
+	return 0
 }

@@ -31,16 +31,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/authoritymetrics"
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/cluster"
-	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/explain"
 	"github.com/mandate-dev/mandate/gang"
 	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/policies"
@@ -178,25 +175,18 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 // the holder of its Lease in Mandate's namespace (every replica when none
 // is set), deciding every workload against the active revision.
 func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config.Serve) error {
-	reader := s.Manager.GetAPIReader()
-	loop := &authoritymetrics.Loop{Interval: authoritymetrics.DefaultInterval, Report: func(ctx context.Context) (*clusterreport.Report, error) {
-		ev := s.Evaluator
+	current := func() *evaluator.Evaluator {
 		if s.Activator != nil {
-			ev = s.Activator.Current()
+			return s.Activator.Current()
 		}
-		inv, err := audit.List(ctx, reader, "cluster")
-		if err != nil {
-			return nil, err
-		}
-		sched, err := explain.ListSchedulerState(ctx, reader, "")
-		if err != nil {
-			return nil, err
-		}
-		return clusterreport.Build(ctx, inv, sched, clusterreport.Options{
-			Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision(), Exempt: []string{c.Namespace}},
-			Data:    ev.Data(),
-		})
-	}}
+		return s.Evaluator
+	}
+	var exempt []string
+	if c.Namespace != "" {
+		exempt = []string{c.Namespace}
+	}
+	loop := &authoritymetrics.Loop{Interval: authoritymetrics.DefaultInterval,
+		Report: authoritymetrics.FromCluster(s.Manager.GetAPIReader(), current, exempt)}
 	var r manager.Runnable = loop
 	if c.Namespace != "" {
 		r = &authoritymetrics.Elected{Loop: loop, Config: rc, Namespace: c.Namespace}
