@@ -35,7 +35,7 @@ image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for 
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager and helm, and copy the cert-manager and Kueue CRDs, into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager and helm, and copy the cert-manager, Kueue and Prometheus Operator CRDs, into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test
