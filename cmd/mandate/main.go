@@ -46,8 +46,9 @@ func (e *exitError) Unwrap() error { return e.err }
 func main() {
 	root := newRootCommand()
 	if pluginName(os.Args[0]) {
-		// Run as the kubectl plugin (kubectl mandate …): the same commands.
-		root.Use = "kubectl mandate"
+		// Run as the kubectl plugin (kubectl mandate …): the same commands,
+		// and usage lines that say how they were called.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mandate"}
 	}
 	if err := root.Execute(); err != nil {
 		os.Exit(exitCode(err))
