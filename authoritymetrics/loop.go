@@ -2,6 +2,7 @@ package authoritymetrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +35,10 @@ func (l *Loop) Start(ctx context.Context) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := l.Once(ctx); err != nil {
+		switch err := l.Once(ctx); {
+		case errors.Is(err, ErrNoPolicy):
+			log.V(1).Info("authority metrics wait for a policy revision")
+		case err != nil:
 			log.Error(err, "unable to compute the authority metrics")
 		}
 		select {

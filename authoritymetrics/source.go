@@ -2,7 +2,7 @@ package authoritymetrics
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -12,6 +12,9 @@ import (
 	"github.com/mandate-dev/mandate/explain"
 )
 
+// ErrNoPolicy: no revision is active yet, so there is nothing to report.
+var ErrNoPolicy = errors.New("no policy revision is active yet")
+
 // FromCluster is a Loop's Report: the cluster report of what reader lists
 // now (every governed workload, the schedulers' objects), decided by the
 // revision current returns, with exempt namespaces left out.
@@ -19,7 +22,7 @@ func FromCluster(reader client.Reader, current func() *evaluator.Evaluator, exem
 	return func(ctx context.Context) (*clusterreport.Report, error) {
 		ev := current()
 		if ev == nil {
-			return nil, fmt.Errorf("no policy revision is active yet")
+			return nil, ErrNoPolicy
 		}
 		inv, err := audit.List(ctx, reader, "cluster")
 		if err != nil {
