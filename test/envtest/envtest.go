@@ -87,17 +87,17 @@ type Env struct {
 type Option func(*options)
 
 type options struct {
-	scheme         *runtime.Scheme
-	pyTorchJob     bool
-	certManager    bool
-	kueue          bool
-	prometheusRule bool
-	crdPaths       []string
-	webhooks       *crenvtest.WebhookInstallOptions
-	apiServerArgs  [][2]string
-	startTimeout   time.Duration
-	restartable    bool
-	auditLog       bool
+	scheme        *runtime.Scheme
+	pyTorchJob    bool
+	certManager   bool
+	kueue         bool
+	promRule      bool
+	crdPaths      []string
+	webhooks      *crenvtest.WebhookInstallOptions
+	apiServerArgs [][2]string
+	startTimeout  time.Duration
+	restartable   bool
+	auditLog      bool
 }
 
 // WithScheme sets the scheme of the client (and of envtest's conversion
@@ -129,7 +129,7 @@ func WithKueueCRDs() Option {
 // PrometheusRule CRD (monitoring.coreos.com/v1), copied into
 // bin/k8s/crds/prometheus-operator by hack/envtest-assets.sh.
 func WithPrometheusRuleCRD() Option {
-	return func(o *options) { o.prometheusRule = true }
+	return func(o *options) { o.promRule = true }
 }
 
 // WithCRDPaths also installs the CRDs in these files or directories

@@ -213,7 +213,7 @@ func listCRDFiles(root string, o options) ([]string, error) {
 			return nil, err
 		}
 	}
-	if o.prometheusRule {
+	if o.promRule {
 		crd := filepath.Join(root, prometheusRuleCRD)
 		if _, err := os.Stat(crd); err != nil {
 			return nil, fmt.Errorf("the Prometheus Operator's PrometheusRule CRD is missing (%w): %s", err, assetsInstruction)
