@@ -27,7 +27,8 @@ ARCH ?= amd64
 
 .PHONY: build
 build: ## Build the mandate binary into bin/.
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(MANDATE) ./cmd/mandate
+	@echo "go build -o $(MANDATE) ./cmd/mandate  (version $(VERSION))"
+	@$(GO) build -ldflags '$(LDFLAGS)' -o $(MANDATE) ./cmd/mandate
 
 .PHONY: image
 image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for another) without a container engine: OCI layout bin/mandate-image, tarball bin/mandate-image.tar, digest bin/mandate-image.digest.
@@ -35,7 +36,7 @@ image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for 
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager and helm, and copy the cert-manager, Kueue and Prometheus Operator CRDs, into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl and helm, and copy the cert-manager, Kueue and Prometheus Operator CRDs, into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test

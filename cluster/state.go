@@ -107,6 +107,7 @@ func (s *State) UpsertNode(n *corev1.Node) {
 	s.nodes[n.Name] = n
 	s.topo.UpsertNode(n)
 	s.nodesMu.Unlock()
+	s.ledger.SetNodeProduct(n.Name, n.Labels[workload.LabelProduct])
 }
 
 // DeleteNode forgets a node.
@@ -117,6 +118,7 @@ func (s *State) DeleteNode(name string) {
 	delete(s.nodes, name)
 	s.topo.DeleteNode(name)
 	s.nodesMu.Unlock()
+	s.ledger.SetNodeProduct(name, "")
 }
 
 // UpsertPod counts a pod against its node and its tenant.

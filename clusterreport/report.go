@@ -245,7 +245,11 @@ func tenants(o Options, state *cluster.State, blocked []BlockedRow) []TenantRow 
 			resources[r] = true
 		}
 		for r := range usage {
-			resources[r] = true
+			// The ledger also counts usage per resource@product; those
+			// rows are shown only where the model sets a quota for them.
+			if !strings.Contains(r, "@") {
+				resources[r] = true
+			}
 		}
 		for r := range pending[t] {
 			resources[r] = true

@@ -37,6 +37,8 @@ type Serve struct {
 	Evaluation Evaluation `json:"evaluation" yaml:"evaluation" mapstructure:"evaluation"`
 	// Quota configures the quota ledger's reservations.
 	Quota Quota `json:"quota" yaml:"quota" mapstructure:"quota"`
+	// KubeClient sizes serve's client of the API server.
+	KubeClient KubeClient `json:"kubeClient" yaml:"kubeClient" mapstructure:"kubeClient"`
 	// Bundle, when its source is set, takes the policy from an OPA bundle
 	// instead of Policies, polled and hot-swapped.
 	Bundle Bundle `json:"bundle" yaml:"bundle" mapstructure:"bundle"`
@@ -204,6 +206,28 @@ type Quota struct {
 	// replica's memory; it needs the TenantLedger CRD.
 	Shared bool `json:"shared" yaml:"shared" mapstructure:"shared"`
 }
+
+// KubeClient is serve's client of the API server (its informers, reads
+// of namespaces and gang owners the caches have not seen, the gang
+// controller's PodGroups), whether it comes from a kubeconfig or the
+// in-cluster configuration. The shared quota ledger has a client of its own.
+type KubeClient struct {
+	// QPS and Burst are client-go's rate limit: requests per second, and
+	// how many may go at once above it.
+	QPS   int `json:"qps" yaml:"qps" mapstructure:"qps"`
+	Burst int `json:"burst" yaml:"burst" mapstructure:"burst"`
+}
+
+// DefaultKubeClientQPS and DefaultKubeClientBurst let a 1,000-pod gang's
+// admission and PodGroup through without waiting on client-go's own
+// default of 5 requests per second; the API server's priority and
+// fairness still apply.
+const (
+	DefaultKubeClientQPS   = 200
+	DefaultKubeClientBurst = 400
+	// MaxKubeClientQPS bounds kubeClient.qps and kubeClient.burst.
+	MaxKubeClientQPS = 10000
+)
 
 // DefaultConfirmationWindow is quota.confirmationWindow: long enough for a
 // Job's controller to create its pods after the Job is stored, short

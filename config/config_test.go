@@ -45,6 +45,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"namespace", func(s *config.Serve) { s.Namespace = "Mandate_System" }, []string{"namespace: \"Mandate_System\" is not a namespace name"}},
 		{"timeout zero", func(s *config.Serve) { s.Evaluation.Timeout = 0 }, []string{"evaluation.timeout: 0s is out of range (1ms-30s)"}},
 		{"timeout too long", func(s *config.Serve) { s.Evaluation.Timeout = time.Minute }, []string{"evaluation.timeout: 1m0s is out of range"}},
+		{"client qps zero", func(s *config.Serve) { s.KubeClient.QPS = 0 }, []string{"kubeClient.qps: 0 is out of range (1-10000)"}},
+		{"client burst below qps", func(s *config.Serve) { s.KubeClient.Burst = 100 }, []string{"kubeClient.burst: 100 is out of range (kubeClient.qps 200-10000)"}},
 		{"enforcement override off", func(s *config.Serve) { s.Evaluation.EnforcementOverride = "off" },
 			[]string{`evaluation.enforcementOverride: "off" is not an override ("", "dryrun" or "warn")`}},
 	} {

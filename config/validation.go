@@ -85,6 +85,12 @@ func (s Serve) Validate() error {
 	if w := s.Quota.ConfirmationWindow; w < MinConfirmationWindow || w > MaxConfirmationWindow {
 		errs = append(errs, fieldErr("quota.confirmationWindow", "%s is out of range (%s-%s)", w, MinConfirmationWindow, MaxConfirmationWindow))
 	}
+	if q := s.KubeClient.QPS; q < 1 || q > MaxKubeClientQPS {
+		errs = append(errs, fieldErr("kubeClient.qps", "%d is out of range (1-%d)", q, MaxKubeClientQPS))
+	}
+	if b := s.KubeClient.Burst; b < s.KubeClient.QPS || b > MaxKubeClientQPS {
+		errs = append(errs, fieldErr("kubeClient.burst", "%d is out of range (kubeClient.qps %d-%d)", b, s.KubeClient.QPS, MaxKubeClientQPS))
+	}
 	errs = append(errs, s.Bundle.validate(s.Policies)...)
 	if r := s.DecisionLog.SampleRate; !(r >= 0 && r <= 1) {
 		errs = append(errs, fieldErr("decisionLog.sampleRate", "%v is out of range (0-1: the fraction of clean allowed decisions logged)", r))

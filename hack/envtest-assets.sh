@@ -3,6 +3,8 @@
 #   kube-apiserver           from hack/tools/k8s   (k8s.io/kubernetes)
 #   kube-controller-manager  from hack/tools/k8s   (the same module; tests run
 #                            only its garbage collector, see test/envtest/gc.go)
+#   kubectl                  from hack/tools/k8s   (the same module; the README's
+#                            kubectl lines run in test/readme)
 #   etcd                     from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
 #   helm                     from hack/tools/helm  (helm.sh/helm/v3)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
@@ -23,7 +25,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|etcd|helm|cert-manager-crds|kueue-crds|prometheus-operator-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|cert-manager-crds|kueue-crds|prometheus-operator-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -48,9 +50,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | etcd | helm | cert-manager-crds | kueue-crds | prometheus-operator-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | cert-manager-crds | kueue-crds | prometheus-operator-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -60,7 +62,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager etcd helm cert-manager-crds kueue-crds prometheus-operator-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm cert-manager-crds kueue-crds prometheus-operator-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -218,7 +220,7 @@ mkdir -p "$out_dir"
 total_start=$SECONDS
 for asset in "${assets[@]}"; do
 	case "$asset" in
-	kube-apiserver | kube-controller-manager) build_kubernetes "$asset" ;;
+	kube-apiserver | kube-controller-manager | kubectl) build_kubernetes "$asset" ;;
 	etcd) build_etcd ;;
 	helm) build_helm ;;
 	cert-manager-crds)

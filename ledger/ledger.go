@@ -1,5 +1,5 @@
 // Package ledger is Mandate's quota ledger: the GPUs each tenant uses right
-// now, per GPU resource, split into preemptible and non-preemptible work and
+// now, per GPU resource and per resource and GPU product (ProductKey), split into preemptible and non-preemptible work and
 // rolled up the tenant hierarchy so a parent's usage includes its children.
 // It is fed object by object (from a snapshot file or informers) and answers
 // for one tenant and its ancestors without walking every pod.
@@ -21,7 +21,8 @@ import (
 // the model's one hierarchy limit (a checked model is never deeper).
 const maxDepth = model.MaxDepth
 
-// Usage is the GPUs of one resource a tenant uses.
+// Usage is the GPUs of one resource (or of one resource and product, under
+// a ProductKey) a tenant uses.
 type Usage struct {
 	Total          int `json:"total"`
 	NonPreemptible int `json:"nonPreemptible"`
@@ -38,6 +39,11 @@ type Config struct {
 type podEntry struct {
 	namespace string
 	gpus      map[string]int
+	// product is the GPU product the pod asks for ("" for any), node the
+	// node it is bound to ("" while pending): a pod without a product
+	// counts against its node's (see counted).
+	product string
+	node    string
 	// class is the pod's priority class; explicit is the preemptibility its
 	// scheduler keys state (+1 preemptible, -1 not, 0 unsaid).
 	class    string
@@ -74,8 +80,12 @@ type Ledger struct {
 	// not seen yet (owner UID → claim key → claim): see ClaimGangPod.
 	owned  map[string]int
 	claims map[string]map[string]claim
-	trees  sync.Map // root tenant → *sync.Mutex, see LockTree
-	now    func() time.Time
+	// nodeProduct is each node's GPU product, onNode the counted pods
+	// bound to a node that ask for no product (SetNodeProduct).
+	nodeProduct map[string]string
+	onNode      map[string]map[string]struct{}
+	trees       sync.Map // root tenant → *sync.Mutex, see LockTree
+	now         func() time.Time
 }
 
 // New returns an empty ledger.
@@ -91,6 +101,9 @@ func New(cfg Config) *Ledger {
 		owned:      map[string]int{},
 		claims:     map[string]map[string]claim{},
 		now:        time.Now,
+
+		nodeProduct: map[string]string{},
+		onNode:      map[string]map[string]struct{}{},
 	}
 }
 
@@ -148,7 +161,8 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	var next podEntry
 	counted := false
 	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod)}
+		next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
+			product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName}
 		if c := metav1.GetControllerOfNoCopy(pod); c != nil {
 			next.owner = string(c.UID)
 		}
@@ -162,13 +176,14 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		delete(l.attributed, key)
 	}
 	if len(gpus) > 0 {
-		a := attribution{keys: reservationKeys(pod), tenant: l.nsTenant[pod.Namespace], gpus: gpus}
+		a := attribution{keys: reservationKeys(pod), tenant: l.nsTenant[pod.Namespace], gpus: WithProduct(gpus, workload.PodProduct(&pod.Spec))}
 		l.attributed[key] = a
 		l.attribute(a, +1)
 	}
 	if counted {
 		l.confirmClaim(pod, next.owner)
 		l.pods[key] = next
+		l.index(key, next, +1)
 		l.owned[next.owner]++
 		l.apply(l.nsTenant[next.namespace], next, +1)
 	}
@@ -181,6 +196,7 @@ func (l *Ledger) forget(key string) {
 		return
 	}
 	l.apply(l.nsTenant[old.namespace], old, -1)
+	l.index(key, old, -1)
 	delete(l.pods, key)
 	if l.owned[old.owner]--; l.owned[old.owner] <= 0 {
 		delete(l.owned, old.owner)
@@ -203,13 +219,14 @@ func (l *Ledger) DeletePod(namespace, name string) {
 // ancestor. Callers hold the lock.
 func (l *Ledger) apply(tenant string, e podEntry, sign int) {
 	preemptible := l.preemptible(e)
+	gpus := l.counted(e)
 	for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
 		byRes := l.rolled[t]
 		if byRes == nil {
 			byRes = map[string]Usage{}
 			l.rolled[t] = byRes
 		}
-		for res, n := range e.gpus {
+		for res, n := range gpus {
 			u := byRes[res]
 			u.Total += sign * n
 			if !preemptible {
@@ -238,12 +255,13 @@ func (l *Ledger) UsageExcluding(tenant, ownerUID string) map[string]map[string]U
 			continue
 		}
 		preemptible := l.preemptible(e)
+		gpus := l.counted(e)
 		for t, depth := l.nsTenant[e.namespace], 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
 			byRes, ok := out[t]
 			if !ok {
 				continue
 			}
-			for res, n := range e.gpus {
+			for res, n := range gpus {
 				u := byRes[res]
 				u.Total -= n
 				if !preemptible {

@@ -21,12 +21,23 @@ import (
 const MaxDepth = 6
 
 // Model is the part of the authority model (data.mandate.model) the Go side
-// needs outside Rego: topology levels for the cluster model, and the tenant
-// hierarchy and tiers for the quota ledger.
+// needs outside Rego: topology levels for the cluster model, the tenant
+// hierarchy and tiers for the quota ledger, and what shapes the
+// schedulers' configuration (package schedsync): each tenant's quota,
+// classes, scheduler and queue, the quota policy and the preemption rules.
 type Model struct {
-	Tenants    map[string]Tenant `json:"tenants"`
-	Priorities map[string]Tier   `json:"priorities"`
-	Topology   struct {
+	Tenants     map[string]Tenant `json:"tenants"`
+	Priorities  map[string]Tier   `json:"priorities"`
+	QuotaPolicy struct {
+		// OverGuarantee is what work above a tenant's guarantee is:
+		// "preemptible" makes it reclaimable by other tenants.
+		OverGuarantee string `json:"overGuarantee"`
+	} `json:"quotaPolicy"`
+	Preemption struct {
+		// MayPreempt lists, per tier, the tiers it may preempt.
+		MayPreempt map[string][]string `json:"mayPreempt"`
+	} `json:"preemption"`
+	Topology struct {
 		Name   string           `json:"name"`
 		Levels []topology.Level `json:"levels"`
 		Health Health           `json:"health"`
@@ -61,15 +72,22 @@ func (m Model) TopologyConfig() topology.Config {
 	}
 }
 
-// Tenant is one tenant of the model, as far as Go needs it.
+// Tenant is one tenant of the model, as far as Go needs it. Quota stays
+// raw: Rego decides with it, and schedsync reads its shape (Spec.Quotas).
 type Tenant struct {
-	Parent string `json:"parent"`
+	Parent          string          `json:"parent"`
+	Description     string          `json:"description"`
+	Quota           json.RawMessage `json:"quota"`
+	PriorityClasses []string        `json:"priorityClasses"`
+	Scheduler       string          `json:"scheduler"`
+	Queue           string          `json:"queue"`
 }
 
 // Tier is one priority class of the model.
 type Tier struct {
-	Value       int  `json:"value"`
-	Preemptible bool `json:"preemptible"`
+	Value       int    `json:"value"`
+	Preemptible bool   `json:"preemptible"`
+	Description string `json:"description"`
 }
 
 // Parents maps each tenant to its parent ("" for a root).

@@ -163,6 +163,51 @@ var cases = []struct {
 		wantMsg:   "guarantee 57 nvidia.com/mig-1g.10gb together (product 57), more than the 56 helix guarantees",
 	},
 	{
+		name: "product guarantee above its ceiling",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "product", "quota", "nvidia.com/gpu", "products")["NVIDIA-B200"] = map[string]any{"guaranteed": 8, "ceiling": 4}
+		},
+		wantPath:  `tenants.product.quota["nvidia.com/gpu"].products.NVIDIA-B200.guaranteed`,
+		wantCheck: "quota",
+		wantMsg:   "tenant product guarantees 8 NVIDIA-B200 nvidia.com/gpu, above its ceiling of 4 for that product",
+	},
+	{
+		name: "product ceiling above the resource's",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "product", "quota", "nvidia.com/gpu", "products")["NVIDIA-B200"] = map[string]any{"guaranteed": 8, "ceiling": 200}
+		},
+		wantPath:  `tenants.product.quota["nvidia.com/gpu"].products.NVIDIA-B200.ceiling`,
+		wantCheck: "quota",
+		wantMsg:   "ceiling of 200 NVIDIA-B200 nvidia.com/gpu is above its ceiling of 160 nvidia.com/gpu for every product together",
+	},
+	{
+		name: "products guarantee more than their resource",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "product", "quota", "nvidia.com/gpu", "products")["NVIDIA-B200"] = map[string]any{"guaranteed": 16, "ceiling": 32}
+		},
+		wantPath:  `tenants.product.quota["nvidia.com/gpu"].products`,
+		wantCheck: "quota",
+		wantMsg:   "tenant product guarantees 136 nvidia.com/gpu per product together (NVIDIA-B200 16, NVIDIA-H100-80GB-HBM3 120), more than the 128 it guarantees of the resource",
+	},
+	{
+		name: "children guarantee more of a product than their parent",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "helix", "quota", "nvidia.com/gpu")["products"] = map[string]any{"NVIDIA-B200": map[string]any{"guaranteed": 4, "ceiling": 64}}
+		},
+		wantPath:  `tenants.helix.quota["nvidia.com/gpu"].products.NVIDIA-B200.guaranteed`,
+		wantCheck: "quota",
+		wantMsg:   "the tenants under helix guarantee 8 NVIDIA-B200 nvidia.com/gpu together (product 8), more than the 4 helix guarantees",
+	},
+	{
+		name: "misspelt product quota key",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "product", "quota", "nvidia.com/gpu", "products")["NVIDIA-B200"] = map[string]any{"guaranteed": 8, "cieling": 32}
+		},
+		wantPath:  `tenants.product.quota["nvidia.com/gpu"].products.NVIDIA-B200.cieling`,
+		wantCheck: "schema",
+		wantMsg:   "",
+	},
+	{
 		name: "unknown priority class of a tenant",
 		edit: func(m map[string]any) {
 			obj(m, "tenants", "platform")["priorityClasses"] = []any{"build", "bulid-preemptible"}

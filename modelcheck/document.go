@@ -42,6 +42,13 @@ type tenant struct {
 type quota struct {
 	Guaranteed int `json:"guaranteed"`
 	Ceiling    int `json:"ceiling"`
+	// Products is the quota per GPU product of the resource.
+	Products map[string]productQuota `json:"products"`
+}
+
+type productQuota struct {
+	Guaranteed int `json:"guaranteed"`
+	Ceiling    int `json:"ceiling"`
 }
 
 type tier struct {

@@ -49,4 +49,5 @@ func checkQuota(d *document, r *reporter) {
 			}
 		}
 	}
+	checkProductQuota(d, r)
 }

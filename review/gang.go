@@ -34,12 +34,8 @@ func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstruct
 	if ref == nil || !workload.IsGangOwner(ref) {
 		return evaluator.Directives{}, false, nil
 	}
-	owner := &unstructured.Unstructured{}
-	owner.SetAPIVersion(ref.APIVersion)
-	owner.SetKind(ref.Kind)
-	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
-	defer cancel()
-	if err := s.Owners.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
+	owner, err := s.readOwner(ctx, obj.GetNamespace(), ref)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return evaluator.Directives{}, false, nil
 		}
@@ -61,6 +57,28 @@ func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstruct
 	}
 	admitted, err := s.admittedFor(ctx, ns.Labels[workload.LabelTenant], obj, owner, req)
 	return d, admitted, err
+}
+
+// readOwner reads a pod's controller from OwnerCache when it holds it
+// under the UID the pod names, else from Owners, within one read timeout.
+func (s *Service) readOwner(ctx context.Context, namespace string, ref *metav1.OwnerReference) (*unstructured.Unstructured, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	owner := &unstructured.Unstructured{}
+	owner.SetAPIVersion(ref.APIVersion)
+	owner.SetKind(ref.Kind)
+	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
+	defer cancel()
+	if s.OwnerCache != nil {
+		// At most half the timeout: the API server must still be asked
+		// in time when the cache cannot answer (its informer starting).
+		cctx, ccancel := context.WithTimeout(ctx, s.readTimeout()/2)
+		err := s.OwnerCache.Get(cctx, key, owner)
+		ccancel()
+		if err == nil && (ref.UID == "" || owner.GetUID() == ref.UID) {
+			return owner, nil
+		}
+	}
+	return owner, s.Owners.Get(ctx, key, owner)
 }
 
 // DaemonSetPod says whether obj is a pod without GPUs whose controller is a

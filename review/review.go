@@ -76,6 +76,11 @@ type Service struct {
 	// Owners, when set, reads pods' owners to recognise pods of admitted
 	// gangs (GangDirectives); nil decides every pod on its own.
 	Owners Reader
+	// OwnerCache, when set, is read before Owners: an informer's copy, so
+	// the pods of a large gang do not each cost an API round trip. Owners
+	// answers what the cache has not seen yet (an owner created a moment
+	// ago) or holds under another UID (deleted and created again).
+	OwnerCache Reader
 	// ReadTimeout bounds one read of Namespaces or Owners;
 	// DefaultReadTimeout when zero.
 	ReadTimeout time.Duration
@@ -89,6 +94,10 @@ type Service struct {
 	// Explain adds per-dimension explanations to every decision (for
 	// people, e.g. mandate eval); admissions leave it off.
 	Explain bool
+	// SchedulerObjects, when set, says which queues and topologies the
+	// cluster carries, so that a decision naming one it lacks warns
+	// (schedulerWarnings); nil says nothing of them (offline callers).
+	SchedulerObjects SchedulerObjects
 }
 
 // Result is the outcome for one object.
@@ -110,12 +119,17 @@ type Result struct {
 // revision active, Result.Shadow says what it would have decided.
 func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, error) {
 	out, in, err := s.review(ctx, obj, req, "")
-	if s.Shadow == nil || err != nil {
+	if err != nil {
 		return out, err
 	}
-	if shadow := s.Shadow(); shadow != nil {
-		out.Shadow = decideShadow(ctx, shadow, in, out.Decision)
+	if s.Shadow != nil {
+		if shadow := s.Shadow(); shadow != nil {
+			out.Shadow = decideShadow(ctx, shadow, in, out.Decision)
+		}
 	}
+	// After the shadow comparison: these warnings are the cluster's, not
+	// either revision's.
+	out.Decision.Warnings = append(out.Decision.Warnings, s.schedulerWarnings(out.Workload, out.Decision)...)
 	return out, nil
 }
 
@@ -214,7 +228,9 @@ func (s *Service) ChangeRaises(old, cur *unstructured.Unstructured) (bool, error
 // or in the kind's own spec (a Volcano Job's spec.queue), which the
 // metadata check (scheduler.ChangedOwnedKeys) does not see. The adapters
 // define what they set, so the recorded directives rendered onto cur must
-// change nothing.
+// change nothing, except where they would change old too: a field a newer
+// Mandate renders (a Volcano gang's pod affinity) that an object admitted
+// by an older one never had is not the client's edit.
 func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, error) {
 	was, ok, err := scheduler.RecordedDirectives(old.GetAnnotations())
 	if err != nil || !ok {
@@ -232,9 +248,23 @@ func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	before := map[string]bool{}
+	if ow, err := s.normalize(old); err == nil {
+		if again, err := scheduler.Render(old, ow, was); err == nil {
+			oldOps, err := scheduler.Patch(old, again)
+			if err != nil {
+				return nil, err
+			}
+			for _, op := range oldOps {
+				before[op.Path] = true
+			}
+		}
+	}
 	paths := make([]string, 0, len(ops))
 	for _, op := range ops {
-		paths = append(paths, op.Path)
+		if !before[op.Path] {
+			paths = append(paths, op.Path)
+		}
 	}
 	return paths, nil
 }
@@ -245,7 +275,11 @@ func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, e
 // (its pods consume the reservation).
 func (s *Service) ReviewChange(ctx context.Context, cur *unstructured.Unstructured, req evaluator.Request) (Result, error) {
 	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()))
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	out.Decision.Warnings = append(out.Decision.Warnings, s.schedulerWarnings(out.Workload, out.Decision)...)
+	return out, nil
 }
 
 // normalize is the workload as submitted. A preemptibility key that only
@@ -276,7 +310,10 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return cluster.Reservation{}
 	}
-	return cluster.Reservation{GPUs: map[string]int{w.GPUResource: w.TotalGPUs}, Preemptible: d.Directives.Preemptible}
+	// A workload of one GPU product reserves under the product's key too
+	// (ledger.ProductKey): that product's quota is spent as well.
+	gpus := ledger.WithProduct(map[string]int{w.GPUResource: w.TotalGPUs}, w.GPUProduct)
+	return cluster.Reservation{GPUs: gpus, Preemptible: d.Directives.Preemptible}
 }
 
 // reservationKey is the ledger key of w's reservation: its name's, or, for

@@ -90,6 +90,11 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 			for _, child := range children {
 				for _, q := range quotas[child] {
 					k := q.Resource + "\x00" + q.Product
+					if _, ok := own[k]; !ok {
+						// A child's product the parent has no pool for
+						// is carved from the parent's any pool.
+						k = q.Resource + "\x00"
+					}
 					if p, ok := own[k]; ok {
 						p.Guaranteed -= q.Guaranteed
 						own[k] = p

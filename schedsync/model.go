@@ -5,47 +5,20 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/model"
 )
 
-// Spec is the part of the authority model (data.mandate.model) that shapes
-// the schedulers' configuration: the tenant hierarchy with its quota,
-// schedulers and queues, the priority tiers, the preemption rules and the
-// topology levels.
+// Spec is the authority model (model.Model) as the schedulers'
+// configuration is rendered from it.
 type Spec struct {
-	Tenants     map[string]Tenant `json:"tenants"`
-	Priorities  map[string]Tier   `json:"priorities"`
-	QuotaPolicy struct {
-		// OverGuarantee is what work above a tenant's guarantee is:
-		// "preemptible" makes it reclaimable by other tenants.
-		OverGuarantee string `json:"overGuarantee"`
-	} `json:"quotaPolicy"`
-	Preemption struct {
-		// MayPreempt lists, per tier, the tiers it may preempt.
-		MayPreempt map[string][]string `json:"mayPreempt"`
-	} `json:"preemption"`
-	Topology struct {
-		Name   string           `json:"name"`
-		Levels []topology.Level `json:"levels"`
-	} `json:"topology"`
+	model.Model
 }
 
 // Tenant is one tenant as the schedulers see it.
-type Tenant struct {
-	Parent          string          `json:"parent"`
-	Description     string          `json:"description"`
-	Quota           json.RawMessage `json:"quota"`
-	PriorityClasses []string        `json:"priorityClasses"`
-	Scheduler       string          `json:"scheduler"`
-	Queue           string          `json:"queue"`
-}
+type Tenant = model.Tenant
 
 // Tier is one priority class of the model.
-type Tier struct {
-	Value       int    `json:"value"`
-	Preemptible bool   `json:"preemptible"`
-	Description string `json:"description"`
-}
+type Tier = model.Tier
 
 // FromData reads data.mandate.model out of a policy's data.
 func FromData(data map[string]any) (Spec, error) {

@@ -47,6 +47,12 @@ func (volcanoAdapter) Name() string { return Volcano }
 // Apply sets no group-name and instead writes the job's own spec fields:
 // schedulerName, queue, priorityClassName, networkTopology, and minAvailable
 // when the job does not set one.
+//
+// A gang of more than one pod whose required (else preferred) level is the
+// node, which no networkTopology tier names, gets on every pod template the
+// label LabelGang=PodGroupName and a pod affinity among the pods carrying
+// it on the level's node label (kubernetes.io/hostname in the example
+// model): required for a required level, preferred for a preferred one.
 func (volcanoAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
 	if err := validateName("Volcano queue", d.Queue); err != nil {
 		return err
@@ -77,6 +83,11 @@ func (volcanoAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload,
 		}
 		t.setAnnotation(workload.VolcanoPreemptable.Key, workload.VolcanoPreemptable.Value(d.Preemptible))
 	}
+	if l, ok := volcanoNodeLevel(w, d); ok {
+		for _, t := range templates {
+			l.apply(t)
+		}
+	}
 	if !isVolcanoJob {
 		return nil
 	}
@@ -102,8 +113,8 @@ func (volcanoAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload,
 // required level's tier when one is required, else soft up to the preferred
 // level's tier; nil when neither is set. Tier 0 is the node itself, below
 // Volcano's lowest HyperNode tier: a gang confined to one node gets no
-// networkTopology (Volcano cannot say "one node"; the gang's size and the
-// node's GPUs already confine a one-node gang in practice).
+// networkTopology, and Apply keeps its pods together with a pod affinity
+// among them on the level's node label instead (volcanoNodeLevel).
 func networkTopology(d evaluator.Directives) (map[string]any, error) {
 	mode, level, tier := "", "", 0
 	switch {

@@ -76,6 +76,8 @@ const ledgerQPS = 500
 // that cannot be read, with nothing persisted, is a *bundles.StartupError.
 func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisionlog.Logger) (*Server, error) {
 	s := &Server{}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = float32(c.KubeClient.QPS), c.KubeClient.Burst
 	cluster.ReportSynced(false)
 	// Fetching the first bundle can take as long as the source's timeout:
 	// health answers meanwhile (alive, not ready), so a liveness probe
@@ -129,8 +131,14 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		}
 		s.State.ShareReservations(cl)
 	}
+	// Queues and topologies the directives name are checked against
+	// informers (only of the kinds served), never read per admission.
+	if s.Service.SchedulerObjects, err = cluster.WatchSchedulerObjects(ctx, s.Manager.GetCache(), s.Manager.GetRESTMapper()); err != nil {
+		return nil, err
+	}
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
+	s.Service.OwnerCache = s.Manager.GetCache()
 	if s.Handlers, err = webhook.NewHandlers(webhook.HandlerOptions{
 		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
 	}); err != nil {

@@ -1,23 +1,46 @@
 # METADATA
 # title: Tenant quota
 # description: |
-#   Each tenant has guaranteed and ceiling GPUs per GPU resource, and every
-#   ancestor caps its descendants. A workload larger than a ceiling could
-#   never run and is denied. Non-preemptible work may only use guaranteed
-#   GPUs: beyond the guarantee it is denied or turned preemptible, as
-#   data.mandate.model.quotaPolicy.overGuarantee says. Current usage comes
-#   from the cluster snapshot in input.usage (rolled up per tenant).
+#   Each tenant has guaranteed and ceiling GPUs per GPU resource, and may
+#   have them per GPU product of the resource too (quota[r].products[p]:
+#   nvidia.com/gpu × NVIDIA-H100-80GB-HBM3). A workload that names a product
+#   (input.workload.gpuProduct) is held to that product's quota and to the
+#   resource's, which covers every product together; one that names none to
+#   the resource's only. Every ancestor caps its descendants. A workload
+#   larger than a ceiling could never run and is denied. Non-preemptible
+#   work may only use guaranteed GPUs: beyond the guarantee it is denied or
+#   turned preemptible, as data.mandate.model.quotaPolicy.overGuarantee says. Current usage comes
+#   from the cluster snapshot in input.usage (rolled up per tenant, keyed by
+#   resource and by "resource@product").
 package mandate.quota
 
 import data.mandate.lib
 import data.mandate.model
 
-# Per decision, one pass over the chain: the tenants that set a quota for
-# the resource (nearest first) with their quota and usage.
-_limited := [{"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, r], {"total": 0, "nonPreemptible": 0})} |
-	r := input.workload.gpuResource
+# Per decision, one pass over the chain: the quotas that limit the workload
+# (nearest tenant first; a tenant's product quota before its resource
+# quota) with their usage and what they count ("nvidia.com/gpu", or
+# "NVIDIA-B200 nvidia.com/gpu" for a product's).
+_limited := [l |
 	some t in lib.chain
+	some l in array.concat(_product_limit(t), _resource_limit(t))
+]
+
+_no_usage := {"total": 0, "nonPreemptible": 0}
+
+_resource_limit(t) := [l |
+	r := input.workload.gpuResource
 	q := model.tenants[t].quota[r]
+	l := {"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, r], _no_usage), "what": r}
+]
+
+_product_limit(t) := [l |
+	r := input.workload.gpuResource
+	p := object.get(input.workload, "gpuProduct", "")
+	p != ""
+	q := model.tenants[t].quota[r].products[p]
+	key := sprintf("%s@%s", [r, p])
+	l := {"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, key], _no_usage), "what": sprintf("%s %s", [p, r])}
 ]
 
 # The limited tenants whose ceiling the workload exceeds on its own, whose
@@ -57,7 +80,7 @@ deny contains v if {
 	l := _breach[0]
 	v := lib.violation("QUOTA_EXCEEDS_CEILING", "quota", sprintf(
 		"the workload needs %d %s but tenant %s's ceiling is %d, so it could never run; ask for at most %d or have the ceiling of %s raised",
-		[input.workload.totalGPUs, input.workload.gpuResource, l.tenant, l.quota.ceiling, l.quota.ceiling, l.tenant],
+		[input.workload.totalGPUs, l.what, l.tenant, l.quota.ceiling, l.quota.ceiling, l.tenant],
 	))
 }
 
@@ -69,7 +92,7 @@ warn contains v if {
 	free := l.quota.ceiling - l.usage.total
 	v := lib.violation("QUOTA_CEILING_BUSY", "quota", sprintf(
 		"tenant %s uses %d of its %d %s ceiling; this workload needs %d and waits in the queue until %d more are released",
-		[l.tenant, l.usage.total, l.quota.ceiling, input.workload.gpuResource, n, n - free],
+		[l.tenant, l.usage.total, l.quota.ceiling, l.what, n, n - free],
 	))
 }
 
@@ -82,7 +105,7 @@ over_guarantee if {
 
 _over_guarantee_message(l) := sprintf(
 	"non-preemptible work may only use guaranteed GPUs: tenant %s has %d of %d guaranteed %s in non-preemptible use and this workload needs %d more",
-	[l.tenant, l.usage.nonPreemptible, l.quota.guaranteed, input.workload.gpuResource, input.workload.totalGPUs],
+	[l.tenant, l.usage.nonPreemptible, l.quota.guaranteed, l.what, input.workload.totalGPUs],
 )
 
 deny contains v if {
@@ -122,12 +145,25 @@ _shown := l if {
 explain := {
 	"dimension": "quota",
 	"verdict": lib.verdict(deny, warn),
-	"limit": sprintf("tenant %s: guaranteed %d, ceiling %d %s", [_shown.tenant, _shown.quota.guaranteed, _shown.quota.ceiling, input.workload.gpuResource]),
-	"current": sprintf("%d in use (%d non-preemptible) + %d requested", [_shown.usage.total, _shown.usage.nonPreemptible, input.workload.totalGPUs]),
+	"limit": sprintf("tenant %s: guaranteed %d, ceiling %d %s", [_shown.tenant, _shown.quota.guaranteed, _shown.quota.ceiling, _shown.what]),
+	"current": sprintf("%d in use (%d non-preemptible) + %d requested%s", [_shown.usage.total, _shown.usage.nonPreemptible, input.workload.totalGPUs, _by_product(_shown.tenant)]),
 } if {
 	lib.gpu_workload
 	_shown
 }
+
+# The tenant's usage of the workload's resource per GPU product, for the
+# explanation: "; by product: NVIDIA-B200 8 (8 non-preemptible), …"; "" when
+# none of its usage names a product.
+_by_product(t) := sprintf("; by product: %s", [concat(", ", parts)]) if {
+	prefix := sprintf("%s@", [input.workload.gpuResource])
+	parts := [sprintf("%s %d (%d non-preemptible)", [trim_prefix(key, prefix), u.total, u.nonPreemptible]) |
+		some key in sort(object.keys(object.get(input, ["usage", t], {})))
+		startswith(key, prefix)
+		u := input.usage[t][key]
+	]
+	count(parts) > 0
+} else := ""
 
 explain := {
 	"dimension": "quota",

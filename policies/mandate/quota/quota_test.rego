@@ -99,3 +99,85 @@ test_cpu_only_workload_has_no_quota_verdict if {
 	count(quota.deny) == 0 with input as inp with data.mandate.model as testing.model
 	quota.explain.current == "no GPUs requested" with input as inp with data.mandate.model as testing.model
 }
+
+# Quota per GPU product: svc guarantees 16 H100 and 8 B200 of its 32
+# nvidia.com/gpu.
+
+_h100 := "NVIDIA-H100-80GB-HBM3"
+
+_b200 := "NVIDIA-B200"
+
+_product_job(gpus, product) := object.union(testing.gang(1, gpus), {"priorityClass": "standard", "gpuProduct": product})
+
+# svc runs 8 H100 and 8 B200 GPUs, all non-preemptible.
+_svc_usage := {"svc": {
+	"nvidia.com/gpu": {"total": 16, "nonPreemptible": 16},
+	"nvidia.com/gpu@NVIDIA-H100-80GB-HBM3": {"total": 8, "nonPreemptible": 8},
+	"nvidia.com/gpu@NVIDIA-B200": {"total": 8, "nonPreemptible": 8},
+}}
+
+_svc_input(gpus, product) := object.union(testing.input_for("svc", _product_job(gpus, product)), {"usage": _svc_usage})
+
+test_each_product_is_counted_against_its_own_guarantee if {
+	# 8 more H100 fill H100's guarantee; B200's is full already, though the
+	# resource's 32 has room for both: separate quotas.
+	not quota.over_guarantee with input as _svc_input(8, _h100) with data.mandate.model as testing.model
+	quota.over_guarantee with input as _svc_input(1, _b200) with data.mandate.model as testing.model
+	not quota.over_guarantee with input as _svc_input(16, "") with data.mandate.model as testing.model
+}
+
+test_beyond_a_products_guarantee_turns_preemptible if {
+	inp := _svc_input(16, _h100)
+	quota.over_guarantee with input as inp with data.mandate.model as testing.model
+	some v in quota.warn with input as inp with data.mandate.model as testing.model
+	v.code == "QUOTA_TURNED_PREEMPTIBLE"
+	v.message == "non-preemptible work may only use guaranteed GPUs: tenant svc has 8 of 16 guaranteed NVIDIA-H100-80GB-HBM3 nvidia.com/gpu in non-preemptible use and this workload needs 16 more, so it runs preemptible: it may be stopped when guaranteed work needs the GPUs"
+	e := quota.explain with input as inp with data.mandate.model as testing.model
+	e.limit == "tenant svc: guaranteed 16, ceiling 24 NVIDIA-H100-80GB-HBM3 nvidia.com/gpu"
+	e.current == "8 in use (8 non-preemptible) + 16 requested; by product: NVIDIA-B200 8 (8 non-preemptible), NVIDIA-H100-80GB-HBM3 8 (8 non-preemptible)"
+}
+
+test_beyond_a_products_guarantee_is_denied_when_the_model_says_so if {
+	m := json.patch(testing.model, [{"op": "replace", "path": "/quotaPolicy/overGuarantee", "value": "deny"}])
+	some v in quota.deny with input as _svc_input(16, _h100) with data.mandate.model as m
+	v.code == "QUOTA_OVER_GUARANTEE"
+	count(quota.deny) == 0 with input as _svc_input(8, _b200) with data.mandate.model as m with input.usage as {}
+}
+
+test_a_products_ceiling_caps_its_work if {
+	some v in quota.deny with input as testing.input_for("svc", _product_job(32, _b200)) with data.mandate.model as testing.model
+	v.code == "QUOTA_EXCEEDS_CEILING"
+	v.message == "the workload needs 32 NVIDIA-B200 nvidia.com/gpu but tenant svc's ceiling is 16, so it could never run; ask for at most 16 or have the ceiling of svc raised"
+
+	# 32 of no product in particular fit the resource's ceiling of 40.
+	count(quota.deny) == 0 with input as testing.input_for("svc", _product_job(32, "")) with data.mandate.model as testing.model
+}
+
+test_a_products_ceiling_busy_waits if {
+	inp := _svc_input(12, _b200)
+	some v in quota.warn with input as inp with data.mandate.model as testing.model
+	v.code == "QUOTA_CEILING_BUSY"
+	v.message == "tenant svc uses 8 of its 16 NVIDIA-B200 nvidia.com/gpu ceiling; this workload needs 12 and waits in the queue until 4 more are released"
+}
+
+test_product_work_counts_against_the_resource_too if {
+	# The resource covers every product: 24 H100 fit H100's ceiling (24)
+	# but not what is left of the resource's 40.
+	usage := {"svc": {"nvidia.com/gpu": {"total": 30, "nonPreemptible": 0}}}
+	inp := object.union(testing.input_for("svc", _product_job(24, _h100)), {"usage": usage})
+	some v in quota.warn with input as inp with data.mandate.model as testing.model
+	v.code == "QUOTA_CEILING_BUSY"
+	v.message == "tenant svc uses 30 of its 40 nvidia.com/gpu ceiling; this workload needs 24 and waits in the queue until 14 more are released"
+}
+
+test_a_product_without_its_own_quota_has_the_resources if {
+	# A100 is not among svc's products: the resource's quota is all.
+	inp := _svc_input(16, "NVIDIA-A100-SXM4-80GB")
+	not quota.over_guarantee with input as inp with data.mandate.model as testing.model
+	quota.explain.limit == "tenant svc: guaranteed 32, ceiling 40 nvidia.com/gpu" with input as inp with data.mandate.model as testing.model
+}
+
+test_tenants_without_product_quotas_ignore_the_product if {
+	inp := testing.input_for("lab-b", _product_job(8, _h100))
+	quota.explain.limit == "tenant lab-b: guaranteed 8, ceiling 32 nvidia.com/gpu" with input as inp with data.mandate.model as testing.model
+}

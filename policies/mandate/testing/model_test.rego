@@ -9,7 +9,8 @@ package mandate.testing
 # Tenants:
 #   org ─┬─ lab (volcano) ─┬─ lab-a (inherits lab's classes, own queue)
 #        │                 └─ lab-b (preemptible classes only, no queue)
-#        ├─ svc (kai; a MIG quota of its own)
+#        ├─ svc (kai; a MIG quota of its own, and nvidia.com/gpu quota per
+#        │       product: H100 and B200)
 #        └─ ops (no scheduler anywhere in its chain, no queue)
 # Tiers, lowest first: scavenger (10) and spot (20) are preemptible,
 # standard (30) and critical (40) are not.
@@ -45,7 +46,10 @@ model := {
 		"svc": {
 			"parent": "org",
 			"quota": {
-				"nvidia.com/gpu": {"guaranteed": 32, "ceiling": 40},
+				"nvidia.com/gpu": {"guaranteed": 32, "ceiling": 40, "products": {
+					"NVIDIA-H100-80GB-HBM3": {"guaranteed": 16, "ceiling": 24},
+					"NVIDIA-B200": {"guaranteed": 8, "ceiling": 16},
+				}},
 				"nvidia.com/mig-1g.10gb": {"guaranteed": 4, "ceiling": 8},
 			},
 			"priorityClasses": ["scavenger", "spot", "standard", "critical"],

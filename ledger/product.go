@@ -1,0 +1,101 @@
+package ledger
+
+import "strings"
+
+// productSep joins a GPU resource and a GPU product in a usage key. Neither
+// a resource name (a qualified name) nor a label value may contain it.
+const productSep = "@"
+
+// ProductKey is the usage and reservation key of resource's GPUs of one
+// GPU product (the node label nvidia.com/gpu.product):
+// "nvidia.com/gpu@NVIDIA-H100-80GB-HBM3". The ledger counts a pod's GPUs
+// under the resource's key (every product together) and, when the pod has
+// a product, under this key too, so input.usage answers both the
+// resource's quota and each product's.
+func ProductKey(resource, product string) string {
+	return resource + productSep + product
+}
+
+// IsProductKey says whether a usage key is a ProductKey.
+func IsProductKey(key string) bool { return strings.Contains(key, productSep) }
+
+// WithProduct returns gpus (GPUs per resource) with, when product is set,
+// the same GPUs under each resource's ProductKey: what a workload of that
+// product reserves and what its pods consume.
+func WithProduct(gpus map[string]int, product string) map[string]int {
+	out := make(map[string]int, 2*len(gpus))
+	for res, n := range gpus {
+		out[res] += n
+		if product != "" && !IsProductKey(res) {
+			out[ProductKey(res, product)] += n
+		}
+	}
+	return out
+}
+
+// SetNodeProduct records the GPU product of a node ("" for none or a
+// deleted node): a pod that asks for no product counts against the
+// product of the node it is bound to. The node's pods are recounted when
+// its product changed.
+func (l *Ledger) SetNodeProduct(node, product string) {
+	// Most node updates (status heartbeats) change no label: read first.
+	l.mu.RLock()
+	same := l.nodeProduct[node] == product
+	l.mu.RUnlock()
+	if same {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.nodeProduct[node] == product {
+		return
+	}
+	for key := range l.onNode[node] {
+		e := l.pods[key]
+		l.apply(l.nsTenant[e.namespace], e, -1)
+	}
+	if product == "" {
+		delete(l.nodeProduct, node)
+	} else {
+		l.nodeProduct[node] = product
+	}
+	for key := range l.onNode[node] {
+		e := l.pods[key]
+		l.apply(l.nsTenant[e.namespace], e, +1)
+	}
+}
+
+// counted is what a pod entry counts: its GPUs per resource and per
+// resource and product, the product being the one it asked for, else its
+// node's. Callers hold the lock.
+func (l *Ledger) counted(e podEntry) map[string]int {
+	product := e.product
+	if product == "" && e.node != "" {
+		product = l.nodeProduct[e.node]
+	}
+	if product == "" {
+		return e.gpus
+	}
+	return WithProduct(e.gpus, product)
+}
+
+// index adds (sign +1) or removes (-1) the pod of key from its node's
+// pods. Callers hold the lock.
+func (l *Ledger) index(key string, e podEntry, sign int) {
+	if e.node == "" || e.product != "" {
+		return
+	}
+	pods := l.onNode[e.node]
+	if sign > 0 {
+		if pods == nil {
+			pods = map[string]struct{}{}
+			l.onNode[e.node] = pods
+		}
+		pods[key] = struct{}{}
+		return
+	}
+	delete(pods, key)
+	if len(pods) == 0 {
+		delete(l.onNode, e.node)
+	}
+}
