@@ -36,15 +36,19 @@ image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for 
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl and helm, and copy the CRDs of cert-manager, Kueue and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl and helm, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test
-test: build envtest-assets ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
+test: build envtest-assets chromium ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -tags load -count=1 -v -run 'TestBurst|TestRestartDuringBurst|TestBundleHotSwapUnderLoad|TestFailure|TestRotationUnderLoad|TestSelfSignedServe|TestLargeObjectsBoundedMemory|TestNoCredentialAnywhere|TestReplicasSpendTheGuaranteeOnce|TestTwoAPIServersSpendTheGuaranteeOnce|TestAPIServerRestartDuringSharedBurst' ./test/load/ 2>&1 | grep -E '^(burst|webhook|client|restart|hotswap|failure|rotation|selfSigned|memory|secrets|replicas|--- |ok|FAIL|PASS|    [a-z_]+_test.go:[0-9]+:)'
 	$(MANDATE) opa test policies/ -v --explain=fails | tail -n 3
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium when missing (the HTML report's headless-browser test needs it).
+	hack/chromium.sh
 
 .PHONY: demo
 demo: ## Run mandate serve as the webhook of a local kube-apiserver, load the example cluster, create the example workloads and print what was admitted, mutated or denied, and why.

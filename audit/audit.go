@@ -56,6 +56,9 @@ type Options struct {
 	// User and Groups the decisions are made for; DefaultUser when empty.
 	User   string
 	Groups []string
+	// Explain asks for the per-dimension explanations of every decision
+	// (Result.Explanations); they cost a third of an evaluation.
+	Explain bool
 }
 
 // entry is one workload to audit and the pods of it the state counts.
@@ -94,7 +97,7 @@ func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
 		user = DefaultUser
 	}
 	req := evaluator.Request{Operation: "CREATE", User: user, Groups: o.Groups, DryRun: true}
-	reviewer := &review.Service{Decider: o.Decider, State: state}
+	reviewer := &review.Service{Decider: o.Decider, State: state, Explain: o.Explain}
 	log := ctrl.LoggerFrom(ctx)
 	for _, e := range entries {
 		if e.obj == nil {
@@ -124,7 +127,9 @@ func decide(ctx context.Context, r *review.Service, state *cluster.State, e entr
 	for _, p := range e.pods {
 		state.UpsertPod(p)
 	}
-	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: subtracted(e.pods)}
+	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: subtracted(e.pods),
+		Shape: Shape{Pods: rv.Workload.Pods, GPUsPerPod: rv.Workload.GPUsPerPod, TotalGPUs: rv.Workload.TotalGPUs,
+			Resource: rv.Workload.GPUResource, Product: rv.Workload.GPUProduct}}
 	if err != nil {
 		if !errors.Is(err, workload.ErrInvalid) && !errors.Is(err, workload.ErrUnsupportedKind) {
 			return Result{}, fmt.Errorf("unable to audit %s %s/%s: %w", e.obj.GetKind(), e.obj.GetNamespace(), e.obj.GetName(), err)

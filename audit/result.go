@@ -87,7 +87,13 @@ type Result struct {
 	Changes []Change `json:"changes"`
 	// Subtracted is what was taken out of the cluster state before deciding.
 	Subtracted Subtracted `json:"subtracted"`
-	Notes      []string   `json:"notes,omitempty"`
+	// Shape is the gang as Mandate reads it: pods, GPUs per pod, resource
+	// and product (what a report counts as demand).
+	Shape Shape `json:"shape"`
+	// Explanations are the decision's, per dimension: verdict, limit and
+	// current value (read by mandate explain).
+	Explanations []evaluator.Explanation `json:"explanations,omitempty"`
+	Notes        []string                `json:"notes,omitempty"`
 }
 
 // WorkloadRef names a workload.
@@ -101,6 +107,15 @@ type WorkloadRef struct {
 
 func (w WorkloadRef) String() string {
 	return workload.Describe(w.APIVersion, w.Kind, w.Namespace, w.Name)
+}
+
+// Shape is a workload's GPU demand.
+type Shape struct {
+	Pods       int    `json:"pods"`
+	GPUsPerPod int    `json:"gpusPerPod"`
+	TotalGPUs  int    `json:"totalGPUs"`
+	Resource   string `json:"resource,omitempty"`
+	Product    string `json:"product,omitempty"`
 }
 
 // Subtracted is the workload's own pods, taken out of usage and placement
@@ -128,6 +143,7 @@ func refOf(obj *unstructured.Unstructured, tenant string) WorkloadRef {
 func (r *Result) fill(obj *unstructured.Unstructured, rv review.Result) error {
 	d := rv.Decision
 	r.Violations, r.Warned, r.DryRun, r.Warnings = d.Violations, d.Warned, d.DryRun, d.Warnings
+	r.Explanations = d.Explanations
 	if !d.Allowed {
 		r.Verdict = VerdictDeny
 		return nil

@@ -8,7 +8,9 @@ package cluster
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,8 +34,8 @@ type State struct {
 	nodesMu sync.Mutex
 	nodes   map[string]*corev1.Node
 	ledger  *ledger.Ledger
-	// levels and ledgerCfg are what the state is shaped by now.
-	levels    []topology.Level
+	// topoCfg and ledgerCfg are what the state is shaped by now.
+	topoCfg   topology.Config
 	ledgerCfg ledger.Config
 
 	mu         sync.RWMutex
@@ -53,9 +55,11 @@ type State struct {
 func (s *State) Claims() *ClaimStore { return &s.claims }
 
 // New returns an empty State for an authority model: its topology levels
-// shape the cluster model, its tenants and tiers the ledger.
+// and health rules shape the cluster model, its tenants and tiers the
+// ledger.
 func New(m model.Model) (*State, error) {
-	topo, err := topology.NewModel(topology.Config{Levels: m.Topology.Levels})
+	topoCfg := m.TopologyConfig()
+	topo, err := topology.NewModel(topoCfg)
 	if err != nil {
 		return nil, fmt.Errorf("unable to build the cluster model: %w", err)
 	}
@@ -64,32 +68,33 @@ func New(m model.Model) (*State, error) {
 		topo:       topo,
 		nodes:      map[string]*corev1.Node{},
 		ledger:     ledger.New(cfg),
-		levels:     slices.Clone(m.Topology.Levels),
+		topoCfg:    topoCfg,
 		ledgerCfg:  cfg,
 		namespaces: map[string]map[string]string{},
 	}, nil
 }
 
 // SetModel reshapes the state for a new authority model: the topology
-// model is rebuilt for its levels (when they changed) from the nodes and
+// model is rebuilt for its levels and health rules (when they changed) from the nodes and
 // pods known, and the ledger recounts every pod and reservation under its
 // tenant tree and tiers. Events wait meanwhile; nothing is lost. On an
 // error (levels the topology model refuses) the state is left as it was.
 func (s *State) SetModel(m model.Model) error {
 	s.shape.Lock()
 	defer s.shape.Unlock()
-	if !slices.Equal(s.levels, m.Topology.Levels) {
+	topoCfg := m.TopologyConfig()
+	if !reflect.DeepEqual(s.topoCfg, topoCfg) {
 		s.nodesMu.Lock()
 		nodes := make([]*corev1.Node, 0, len(s.nodes))
 		for _, n := range s.nodes {
 			nodes = append(nodes, n)
 		}
 		s.nodesMu.Unlock()
-		topo, err := s.topo.Reconfigure(topology.Config{Levels: m.Topology.Levels}, nodes)
+		topo, err := s.topo.Reconfigure(topoCfg, nodes)
 		if err != nil {
 			return fmt.Errorf("unable to rebuild the cluster model: %w", err)
 		}
-		s.topo, s.levels = topo, slices.Clone(m.Topology.Levels)
+		s.topo, s.topoCfg = topo, topoCfg
 	}
 	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses()}
 	if !maps.Equal(s.ledgerCfg.Parents, cfg.Parents) || !maps.Equal(s.ledgerCfg.PreemptibleClasses, cfg.PreemptibleClasses) {
@@ -194,4 +199,25 @@ func (s *State) Usage(tenant string) map[string]map[string]ledger.Usage {
 // ownerUID (ledger.GangOwnerOf): with Usage, what those pods count.
 func (s *State) UsageExcluding(tenant, ownerUID string) map[string]map[string]ledger.Usage {
 	return s.usage(tenant, ownerUID)
+}
+
+// TopologyConfig is the cluster-model configuration the state is shaped by
+// now (levels and health rules).
+func (s *State) TopologyConfig() topology.Config {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	return s.topoCfg
+}
+
+// Nodes returns the nodes as last seen, sorted by name. They are shared:
+// callers must not change them.
+func (s *State) Nodes() []*corev1.Node {
+	s.nodesMu.Lock()
+	out := make([]*corev1.Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, n)
+	}
+	s.nodesMu.Unlock()
+	slices.SortFunc(out, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

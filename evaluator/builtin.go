@@ -50,6 +50,17 @@ var placementResultType = types.NewObject([]*types.StaticProperty{
 	types.NewStaticProperty("bestNow", capacityType),
 	types.NewStaticProperty("clusterFree", types.N),
 	types.NewStaticProperty("clusterTotal", types.N),
+	types.NewStaticProperty("shortfall", shortfallType),
+}, nil)
+
+// shortfallType says, when no domain of the required level has room for
+// one pod, which domains were considered and how close the freest came.
+var shortfallType = types.NewObject([]*types.StaticProperty{
+	types.NewStaticProperty("level", types.S),
+	types.NewStaticProperty("domains", types.N),
+	types.NewStaticProperty("freest", types.S),
+	types.NewStaticProperty("freestGPUs", types.N),
+	types.NewStaticProperty("freestNodeGPUs", types.N),
 }, nil)
 
 var placementDecl = &rego.Function{
@@ -62,7 +73,8 @@ var placementDecl = &rego.Function{
 		types.Args(types.Named("request", placementRequestType).
 			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel; cluster is read only by `mandate opa test`")),
 		types.Named("result", placementResultType).
-			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal"),
+			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal, "+
+				"shortfall (when no domain has room for one pod: level, domains considered, freest domain, its free GPUs and most on one node)"),
 	),
 	// It reads the live cluster state, which changes between evaluations.
 	Nondeterministic: true,
@@ -105,7 +117,13 @@ func placement(bctx rego.BuiltinContext, op *ast.Term, fixtures bool) (*ast.Term
 	if err != nil {
 		return nil, err
 	}
-	return ast.NewTerm(resultValue(res)), nil
+	var short topology.Shortfall
+	if req.GPUsPerPod > 0 && res.BestNow.PodSlots == 0 {
+		if short, err = snap.Shortfall(req); err != nil {
+			return nil, err
+		}
+	}
+	return ast.NewTerm(resultValue(res, short)), nil
 }
 
 func snapshotFor(bctx rego.BuiltinContext, req ast.Object, fixtures bool) (*topology.Snapshot, error) {

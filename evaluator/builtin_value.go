@@ -68,7 +68,7 @@ func stringField(obj ast.Object, name string) (string, error) {
 
 // resultValue renders a Result as a Rego object with the JSON field names of
 // topology.Result.
-func resultValue(r topology.Result) ast.Value {
+func resultValue(r topology.Result, short topology.Shortfall) ast.Value {
 	return ast.NewObject(
 		item("fitsNow", ast.Boolean(r.FitsNow)),
 		item("fitsEmpty", ast.Boolean(r.FitsEmpty)),
@@ -80,6 +80,13 @@ func resultValue(r topology.Result) ast.Value {
 		item("bestNow", capacityValue(r.BestNow)),
 		item("clusterFree", ast.InternedTerm(r.ClusterFree).Value),
 		item("clusterTotal", ast.InternedTerm(r.ClusterTotal).Value),
+		item("shortfall", ast.NewObject(
+			item("level", ast.String(short.Level)),
+			item("domains", ast.InternedTerm(short.Domains).Value),
+			item("freest", ast.String(short.Freest)),
+			item("freestGPUs", ast.InternedTerm(short.FreestGPUs).Value),
+			item("freestNodeGPUs", ast.InternedTerm(short.FreestNodeGPUs).Value),
+		)),
 	)
 }
 

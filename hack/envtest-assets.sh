@@ -11,7 +11,9 @@
 # module into crds/cert-manager/, Kueue's out of sigs.k8s.io/kueue into
 # crds/kueue/, and the governed workload kinds' (JobSet, LeaderWorkerSet,
 # Kubeflow Trainer, MPI operator, KubeRay) out of their modules into
-# crds/{jobset,lws,trainer,mpi-operator,kuberay}/ (workload-crds).
+# crds/{jobset,lws,trainer,mpi-operator,kuberay}/ (workload-crds), and the
+# Prometheus Operator's out of github.com/prometheus-operator/prometheus-operator
+# into crds/prometheus-operator/.
 #
 # Everything comes from the Go module proxy; the versions are pinned by the
 # go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
@@ -25,7 +27,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|cert-manager-crds|kueue-crds|workload-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -41,6 +43,9 @@ LWS_VERSION=v0.7.0
 TRAINER_VERSION=v2.0.0
 MPI_OPERATOR_VERSION=v0.6.0
 KUBERAY_VERSION=v1.4.2
+# The Prometheus Operator whose PrometheusRule CRD the chart's rules are
+# validated against.
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
 # Bump to force every asset to rebuild after changing how they are built.
 ASSETS_FORMAT=1
@@ -54,9 +59,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | cert-manager-crds | kueue-crds | workload-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -66,7 +71,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm cert-manager-crds kueue-crds workload-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -248,6 +253,10 @@ for asset in "${assets[@]}"; do
 			manifests/base "$out_dir/crds/mpi-operator" 'kubeflow.org_*.yaml'
 		copy_module_crds workload-crds-kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" \
 			config/crd/bases "$out_dir/crds/kuberay"
+		;;
+	prometheus-operator-crds)
+		copy_module_crds prometheus-operator-crds github.com/prometheus-operator/prometheus-operator "$PROMETHEUS_OPERATOR_VERSION" \
+			example/prometheus-operator-crd "$out_dir/crds/prometheus-operator"
 		;;
 	esac
 done

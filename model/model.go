@@ -8,6 +8,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mandate-dev/mandate/topology"
 )
@@ -39,6 +40,7 @@ type Model struct {
 	Topology struct {
 		Name   string           `json:"name"`
 		Levels []topology.Level `json:"levels"`
+		Health Health           `json:"health"`
 	} `json:"topology"`
 	// DeviceClasses maps DRA DeviceClass names to the quota resource a
 	// device of the class counts as (see DeviceResource).
@@ -58,6 +60,34 @@ func (m Model) DeviceResource(class string) (string, bool) {
 	}
 	r, ok := DefaultDeviceClasses[class]
 	return r, ok
+}
+
+// Health says which nodes are unhealthy and so leave the fit: a node label
+// (e.g. nvidia.com/gpu.health=unhealthy, set by GPU health checks) and node
+// condition types (e.g. GPUThermalThrottling or XID errors published by a
+// node-problem-detector). Cordoned, NotReady and untolerated-tainted nodes
+// leave it anyway.
+type Health struct {
+	// Label is the node label marking an unhealthy node; "" for none.
+	Label string `json:"label"`
+	// UnhealthyValues are the values of Label that mark a node unhealthy;
+	// empty means any value but "false".
+	UnhealthyValues []string `json:"unhealthyValues"`
+	// Conditions are node condition types that, when True, mark a node
+	// unhealthy.
+	Conditions []string `json:"conditions"`
+}
+
+// TopologyConfig is the cluster-model configuration the authority model
+// implies: its levels and its health rules.
+func (m Model) TopologyConfig() topology.Config {
+	h := m.Topology.Health
+	return topology.Config{
+		Levels:              slices.Clone(m.Topology.Levels),
+		UnhealthyLabel:      h.Label,
+		UnhealthyValues:     slices.Clone(h.UnhealthyValues),
+		UnhealthyConditions: slices.Clone(h.Conditions),
+	}
 }
 
 // Tenant is one tenant of the model, as far as Go needs it. Quota stays

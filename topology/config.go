@@ -29,6 +29,7 @@ func (c Config) WithDefaults() Config {
 		Levels:              slices.Clone(c.Levels),
 		ProductLabel:        c.ProductLabel,
 		UnhealthyLabel:      c.UnhealthyLabel,
+		UnhealthyValues:     slices.Clone(c.UnhealthyValues),
 		UnhealthyConditions: slices.Clone(c.UnhealthyConditions),
 		ToleratedTaints:     slices.Clone(c.ToleratedTaints),
 	}

@@ -44,6 +44,7 @@ type rules struct {
 	levels              []Level
 	productLabel        string
 	unhealthyLabel      string
+	unhealthyValues     map[string]bool
 	unhealthyConditions map[corev1.NodeConditionType]bool
 	toleratedTaints     map[string]bool
 }
@@ -53,8 +54,12 @@ func newRules(cfg Config) *rules {
 		levels:              cfg.Levels,
 		productLabel:        cfg.ProductLabel,
 		unhealthyLabel:      cfg.UnhealthyLabel,
+		unhealthyValues:     make(map[string]bool, len(cfg.UnhealthyValues)),
 		unhealthyConditions: make(map[corev1.NodeConditionType]bool, len(cfg.UnhealthyConditions)),
 		toleratedTaints:     make(map[string]bool, len(cfg.ToleratedTaints)),
+	}
+	for _, v := range cfg.UnhealthyValues {
+		r.unhealthyValues[v] = true
 	}
 	for _, c := range cfg.UnhealthyConditions {
 		r.unhealthyConditions[corev1.NodeConditionType(c)] = true
@@ -92,7 +97,7 @@ func (r *rules) usable(node *corev1.Node) bool {
 		}
 	}
 	if r.unhealthyLabel != "" {
-		if v, ok := node.Labels[r.unhealthyLabel]; ok && v != "false" {
+		if v, ok := node.Labels[r.unhealthyLabel]; ok && r.unhealthyValue(v) {
 			return false
 		}
 	}
@@ -105,6 +110,32 @@ func (r *rules) usable(node *corev1.Node) bool {
 		}
 	}
 	return true
+}
+
+// unhealthy reports whether the node is marked unhealthy by the configured
+// label or a configured condition (cordons, taints and readiness aside).
+func (r *rules) unhealthy(node *corev1.Node) bool {
+	if r.unhealthyLabel != "" {
+		if v, ok := node.Labels[r.unhealthyLabel]; ok && r.unhealthyValue(v) {
+			return true
+		}
+	}
+	for _, c := range node.Status.Conditions {
+		if r.unhealthyConditions[c.Type] && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// unhealthyValue reports whether v, the value of the unhealthy label, marks
+// the node unhealthy: one of the configured values, or when none are
+// configured anything but "false".
+func (r *rules) unhealthyValue(v string) bool {
+	if len(r.unhealthyValues) > 0 {
+		return r.unhealthyValues[v]
+	}
+	return v != "false"
 }
 
 // levelValue is the node's value for level l, false when it has none. An

@@ -21,8 +21,13 @@ type Config struct {
 	// (default nvidia.com/gpu.product).
 	ProductLabel string `json:"productLabel"`
 	// UnhealthyLabel, when a node carries it with any value other than
-	// "false", makes the node count as no capacity.
+	// "false" (or, when UnhealthyValues is set, one of those values), makes
+	// the node count as no capacity.
 	UnhealthyLabel string `json:"unhealthyLabel"`
+	// UnhealthyValues, when not empty, are the only values of
+	// UnhealthyLabel that mark a node unhealthy: nvidia.com/gpu.health
+	// reads "healthy" on a good node and "unhealthy" on a bad one.
+	UnhealthyValues []string `json:"unhealthyValues,omitempty"`
 	// UnhealthyConditions are node condition types that, when status True,
 	// make the node count as no capacity (e.g. GPUUnhealthy). Ready=False or
 	// Unknown always does.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	opacmd "github.com/open-policy-agent/opa/cmd"
@@ -20,6 +21,13 @@ import (
 
 	"github.com/mandate-dev/mandate/buildinfo"
 )
+
+// pluginName says whether the binary was invoked as the kubectl plugin
+// kubectl-mandate (a link or copy of the binary on PATH).
+func pluginName(argv0 string) bool {
+	base := filepath.Base(argv0)
+	return strings.TrimSuffix(base, ".exe") == "kubectl-mandate"
+}
 
 // exitError carries a process exit code out of a subcommand.
 type exitError struct {
@@ -36,7 +44,13 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
+	root := newRootCommand()
+	if pluginName(os.Args[0]) {
+		// Run as the kubectl plugin (kubectl mandate …): the same commands,
+		// and usage lines that say how they were called.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mandate"}
+	}
+	if err := root.Execute(); err != nil {
 		os.Exit(exitCode(err))
 	}
 }
@@ -49,7 +63,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
-	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand(), newUninstallCommand(), newModelCommand(), newSyncCommand())
+	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand(), newUninstallCommand(), newModelCommand(), newSyncCommand(), newExplainCommand(), newReportCommand())
 	root.Version = buildinfo.Get().Version
 	var version strings.Builder
 	_ = writeVersion(&version, buildinfo.Get())

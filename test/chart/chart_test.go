@@ -111,6 +111,8 @@ func TestTemplateDefaults(t *testing.T) {
 	t.Run("objects", func(t *testing.T) {
 		want := []string{
 			"ClusterRole/mandate", "ClusterRoleBinding/mandate", "ClusterRole/mandate-metrics-reader",
+			// The authority metrics' reads and Lease.
+			"ClusterRole/mandate-authority", "ClusterRoleBinding/mandate-authority", "Role/mandate-authority", "RoleBinding/mandate-authority",
 			"Certificate/mandate-ca", "Certificate/mandate-serving",
 			"Deployment/mandate", "Issuer/mandate-ca", "Issuer/mandate-selfsigned",
 			"MutatingWebhookConfiguration/mandate", "PodDisruptionBudget/mandate",

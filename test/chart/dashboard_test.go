@@ -17,6 +17,7 @@ import (
 
 	// Register Mandate's metrics in controller-runtime's registry, as
 	// mandate serve does.
+	_ "github.com/mandate-dev/mandate/authoritymetrics"
 	_ "github.com/mandate-dev/mandate/bundles"
 	_ "github.com/mandate-dev/mandate/webhook"
 )
@@ -69,7 +70,8 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"mandate_admission_duration_seconds_bucket", "mandate_violations_total",
-		"mandate_evaluation_errors_total", "mandate_bundle_active_revision", "mandate_bundle_activations_total", "mandate_cache_synced"} {
+		"mandate_evaluation_errors_total", "mandate_bundle_active_revision", "mandate_bundle_activations_total", "mandate_cache_synced",
+		"mandate_idle_gpus", "mandate_stranded_gpus", "mandate_blocked_gpus", "mandate_pending_workloads", "mandate_tenant_gpus"} {
 		assert.True(t, names[want], "the dashboard charts %s", want)
 	}
 	for n := range names {

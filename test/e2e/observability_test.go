@@ -51,6 +51,18 @@ func TestObservability(t *testing.T) {
 	c := s.env.Client
 	before := scrape(t, metricsAddr)
 
+	// The authority metrics: serve's loop publishes the cluster report as
+	// soon as a revision is active; the quotas come from the model.
+	envtest.WaitFor(t, 30*time.Second, "the authority metrics", func() bool {
+		return value(scrape(t, metricsAddr), "mandate_authority_report_timestamp_seconds", nil) > 0
+	})
+	authority := scrape(t, metricsAddr)
+	assert.Equal(t, 256.0, value(authority, "mandate_tenant_gpus",
+		map[string]string{"tenant": "research-llm", "resource": "nvidia.com/gpu", "measure": "ceiling"}))
+	for _, name := range []string{"mandate_idle_gpus", "mandate_stranded_gpus", "mandate_unhealthy_gpus", "mandate_blocked_gpus", "mandate_pending_workloads"} {
+		assert.Contains(t, authority, name)
+	}
+
 	type workload struct {
 		manifest string
 		kind     string // the histogram's kind label

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -96,6 +97,11 @@ func startWith(t *testing.T, so startOptions) *suite {
 	wio := env.Environment.WebhookInstallOptions
 
 	s := &suite{env: env, healthAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	// Mandate's namespace, as an install has it: the Leases of the elected
+	// loops (authority metrics, scheduler sync) live there.
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mandateNamespace}}); err != nil {
+		t.Fatalf("unable to create namespace %s: %v", mandateNamespace, err)
+	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
 	c := config.Default()
 	c.Webhook = config.Webhook{CertDir: wio.LocalServingCertDir, Host: wio.LocalServingHost, Port: wio.LocalServingPort}

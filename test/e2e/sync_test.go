@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -49,10 +47,8 @@ func TestServeSyncFollowsBundleRevisions(t *testing.T) {
 		c.Sync = config.Sync{Enabled: true, Interval: time.Hour, Mode: config.SyncApply, Schedulers: []string{"volcano", "kai"}}
 	}})
 	ctx := context.Background()
-	// The sync's Lease lives in Mandate's namespace.
-	if err := s.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mandateNamespace}}); err != nil {
-		t.Fatal(err)
-	}
+	// The sync's Lease lives in Mandate's namespace, which the suite
+	// creates.
 	capability := func() string {
 		q := &unstructured.Unstructured{}
 		q.SetGroupVersionKind(schedsync.VolcanoQueueKind.GVK)

@@ -44,6 +44,7 @@ const (
 	pyTorchJobCRD     = "test/envtest/testdata/crds/kubeflow.org_pytorchjobs.yaml"
 	certManagerCRDs   = assetsDir + "/crds/cert-manager"
 	kueueCRDs         = assetsDir + "/crds/kueue"
+	prometheusRuleCRD = assetsDir + "/crds/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml"
 	assetsInstruction = "run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root"
 
 	// defaultStartTimeout bounds etcd's and kube-apiserver's start, and
@@ -91,6 +92,7 @@ type options struct {
 	certManager   bool
 	kueue         bool
 	workloadKinds bool
+	promRule      bool
 	crdPaths      []string
 	webhooks      *crenvtest.WebhookInstallOptions
 	apiServerArgs [][2]string
@@ -141,6 +143,13 @@ var workloadCRDs = []struct{ dir, what string }{
 // hack/envtest-assets.sh.
 func WithWorkloadCRDs() Option {
 	return func(o *options) { o.workloadKinds = true }
+}
+
+// WithPrometheusRuleCRD also installs the Prometheus Operator's
+// PrometheusRule CRD (monitoring.coreos.com/v1), copied into
+// bin/k8s/crds/prometheus-operator by hack/envtest-assets.sh.
+func WithPrometheusRuleCRD() Option {
+	return func(o *options) { o.promRule = true }
 }
 
 // WithCRDPaths also installs the CRDs in these files or directories

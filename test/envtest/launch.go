@@ -220,6 +220,13 @@ func listCRDFiles(root string, o options) ([]string, error) {
 			}
 		}
 	}
+	if o.promRule {
+		crd := filepath.Join(root, prometheusRuleCRD)
+		if _, err := os.Stat(crd); err != nil {
+			return nil, fmt.Errorf("the Prometheus Operator's PrometheusRule CRD is missing (%w): %s", err, assetsInstruction)
+		}
+		files = append(files, crd)
+	}
 	for _, p := range o.crdPaths {
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("CRD path: %w", err)

@@ -58,6 +58,9 @@ var synopses = []string{
 	"bin/mandate serve --kubeconfig ~/.kube/config --cert-dir /etc/mandate/tls " +
 		"  [--port 9443] [--health-addr :8081] [--metrics-addr :8080] [--policies DIR] " +
 		"  [--admin-groups system:masters,mandate-admins] [--namespace mandate-system]",
+	"bin/mandate explain KIND/NAME [-n NS] [--kubeconfig FILE | --snapshot FILE] [-o table|json|yaml]",
+	"kubectl mandate explain KIND/NAME [-n NS]",
+	"bin/mandate report [--kubeconfig FILE | --snapshot FILE] [-o table|json|html]",
 }
 
 // optionalPart is how a synopsis shows an optional flag or value.

@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/mandate-dev/mandate/authoritymetrics"
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/cluster"
@@ -174,7 +175,39 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err := s.schedulerSync(ctx, rc, c, scheme); err != nil {
 		return nil, err
 	}
+	if err := s.authorityMetrics(ctx, rc, c); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// authorityMetrics adds the loop that publishes the cluster report as
+// metrics (per-tenant GPUs, blocked demand, idle and stranded GPUs): on
+// the holder of its Lease in Mandate's namespace (every replica when none
+// is set), deciding every workload against the active revision.
+func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config.Serve) error {
+	current := func() *evaluator.Evaluator {
+		if s.Activator != nil {
+			return s.Activator.Current()
+		}
+		return s.Evaluator
+	}
+	var exempt []string
+	if c.Namespace != "" {
+		exempt = []string{c.Namespace}
+	}
+	loop := &authoritymetrics.Loop{Interval: authoritymetrics.DefaultInterval,
+		Report: authoritymetrics.FromCluster(s.Manager.GetAPIReader(), current, exempt)}
+	var r manager.Runnable = loop
+	if c.Namespace != "" {
+		r = &authoritymetrics.Elected{Loop: loop, Config: rc, Namespace: c.Namespace}
+	} else {
+		ctrl.LoggerFrom(ctx).Info("authority metrics run without leader election: no namespace configured for their Lease")
+	}
+	if err := s.Manager.Add(r); err != nil {
+		return fmt.Errorf("unable to add the authority metrics: %w", err)
+	}
+	return nil
 }
 
 // schedulerSync adds, when sync.enabled, the reconciler that configures

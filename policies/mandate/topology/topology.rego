@@ -143,8 +143,8 @@ warn contains v if {
 	placement.fitsEmpty
 	not placement.fitsNow
 	v := lib.violation("TOPOLOGY_WAITS", "topology", sprintf(
-		"%s does not fit right now: the roomiest %s (%s) has %d of the %d pod slots it needs free; it waits in the queue until capacity frees up",
-		[_gang, required_level, placement.bestNow.domain, placement.bestNow.podSlots, lib.gang_size],
+		"%s does not fit right now: %s; it waits in the queue until capacity frees up",
+		[_gang, _roomiest],
 	))
 }
 
@@ -164,6 +164,26 @@ warn contains v if {
 		],
 	))
 }
+
+# _roomiest says how close the gang comes now, naming a domain only when one
+# has room for a pod; otherwise which domains were considered and why none
+# fits.
+_roomiest := sprintf("the roomiest %s (%s) has %d of the %d pod slots it needs free", [
+	required_level, placement.bestNow.domain, placement.bestNow.podSlots, lib.gang_size,
+]) if {
+	placement.bestNow.podSlots > 0
+} else := sprintf("none of the %d %s domains considered has a node with %d free %s (the freest, %s, has %d free GPUs, at most %d on one node)", [
+	placement.shortfall.domains, required_level, lib.workload.gpusPerPod, lib.workload.gpuResource,
+	placement.shortfall.freest, placement.shortfall.freestGPUs, placement.shortfall.freestNodeGPUs,
+]) if {
+	placement.shortfall.freestGPUs > 0
+} else := sprintf("no %s domain has a healthy node with %s%s", [
+	required_level, lib.workload.gpuResource, _product_suffix,
+]) if {
+	placement.shortfall.domains == 0
+} else := sprintf("none of the %d %s domains considered has a free %s%s", [
+	placement.shortfall.domains, required_level, lib.workload.gpuResource, _product_suffix,
+])
 
 warn contains v if {
 	lib.gpu_workload
@@ -186,6 +206,4 @@ _placement_now := sprintf("fits in %s %s (score %v, %d GPUs left there)", [
 	placement.level, placement.domain, round(placement.score * 100) / 100, placement.freeAfter,
 ]) if {
 	placement.fitsNow
-} else := sprintf("roomiest %s %s has %d of %d pod slots free", [
-	required_level, placement.bestNow.domain, placement.bestNow.podSlots, lib.gang_size,
-])
+} else := _roomiest

@@ -113,7 +113,33 @@ test_explanation_of_a_waiting_gang if {
 	e := topology.explain with input as _in(testing.gang(4, 8)) with data.mandate.model as testing.model
 		with data.mandate.cluster as testing.cluster
 	e.verdict == "warn"
-	e.current == "roomiest clique zone-a/s1/b2/c2 has 3 of 4 pod slots free"
+	e.current == "the roomiest clique (zone-a/s1/b2/c2) has 3 of the 4 pod slots it needs free"
+}
+
+# _half_used is the fixture cluster with 4 of every H100 node's 8 GPUs in
+# use: no node has room for an 8-GPU pod, though every one could hold it.
+_half_used := object.union(testing.cluster, {"nodes": [object.union(n, {"used": {"nvidia.com/gpu": 4}}) |
+	some n in testing.cluster.nodes
+	n.labels["nvidia.com/gpu.product"] == testing.h100
+]})
+
+test_waiting_gang_with_no_room_anywhere_names_what_was_considered if {
+	inp := _in(testing.gang(1, 8))
+	some v in topology.warn with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as _half_used
+	v.code == "TOPOLOGY_WAITS"
+	v.message == "a gang of 1 pods × 8 nvidia.com/gpu does not fit right now: none of the 8 node domains considered has a node with 8 free nvidia.com/gpu (the freest, zone-a/s1/b1/c1/h1, has 4 free GPUs, at most 4 on one node); it waits in the queue until capacity frees up"
+	not contains(v.message, "()")
+}
+
+test_waiting_gang_with_nothing_free_says_so if {
+	full := object.union(testing.cluster, {"nodes": [object.union(n, {"used": {"nvidia.com/gpu": 8}}) |
+		some n in testing.cluster.nodes
+		n.labels["nvidia.com/gpu.product"] == testing.h100
+	]})
+	e := topology.explain with input as _in(testing.gang(1, 8)) with data.mandate.model as testing.model
+		with data.mandate.cluster as full
+	e.current == "none of the 8 node domains considered has a free nvidia.com/gpu"
 }
 
 test_elastic_maximum_that_never_fits_says_how_many_could if {

@@ -1,0 +1,110 @@
+package clusterreport_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/audit"
+	"github.com/mandate-dev/mandate/clusterreport"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/policies"
+)
+
+// fixtureFiles are explain's fixture: the example cluster, pending
+// workloads of each blocking kind, and the schedulers' queues.
+var fixtureFiles = []string{"../examples/cluster.yaml", "../explain/testdata/pending.yaml",
+	"../explain/testdata/fragmented.yaml", "../explain/testdata/queues.yaml"}
+
+func fixtureReport(t *testing.T) *clusterreport.Report {
+	t.Helper()
+	var all bytes.Buffer
+	for _, f := range fixtureFiles {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all.Write(b)
+		all.WriteString("\n---\n")
+	}
+	path := filepath.Join(t.TempDir(), "snapshot.yaml")
+	require.NoError(t, os.WriteFile(path, all.Bytes(), 0o600))
+	inv, err := audit.ReadSnapshot(path)
+	require.NoError(t, err)
+	inv.Source = "fixture"
+	sched, err := explain.ReadSchedulerState(bytes.NewReader(all.Bytes()))
+	require.NoError(t, err)
+	p, err := evaluator.LoadFS(policies.FS, "embedded")
+	require.NoError(t, err)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	rep, err := clusterreport.Build(context.Background(), inv, sched, clusterreport.Options{
+		Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: "fixture"},
+		Data:    ev.Data(),
+	})
+	require.NoError(t, err)
+	return rep
+}
+
+// TestReportFixture: the counts match the fixture computed by hand.
+//
+// Free GPUs on healthy nodes: H100 256 allocatable − 194 used = 62, B200
+// 128 − 24 = 104, MIG 1g.10gb 56 − 10 = 46: 212 idle. The blocked gangs
+// that were admitted (ci-ceiling 2×8 per clique, llama-finetune 8×8 per
+// block, vit-sweep-lr 2×4 on one node, rerank-distill 1×8 on one node) all
+// need a node with 8 free GPUs, so every free GPU on a node with 1 to 7
+// free is stranded: H100 6 (h100-b4-6), B200 24 (4 each on b200-b5-0..2 and
+// b200-b6-0..2); MIG is wanted by no blocked gang, so none of it is. The
+// two GB200 nodes (16 GPUs) are unhealthy: one by label, one by condition.
+func TestReportFixture(t *testing.T) {
+	rep := fixtureReport(t)
+	assert.Equal(t, 212, rep.IdleGPUs)
+	assert.Equal(t, 30, rep.StrandedGPUs)
+	assert.Equal(t, 16, rep.UnhealthyGPUs)
+	assert.Equal(t, 0, rep.UnavailableGPUs)
+	assert.Equal(t, 7, rep.BlockedWorkloads)
+	assert.Equal(t, 208, rep.BlockedGPUs)
+	assert.Equal(t, map[string]int{"topology": 168, "quota": 16, "scheduler": 16, "priority": 8}, rep.BlockedBy)
+	assert.Equal(t, "212 idle GPUs (30 stranded) while 7 workloads wanting 208 GPUs are blocked: by topology 168, quota 16, scheduler 16, priority 8", rep.Headline)
+
+	capacity := map[string]clusterreport.CapacityRow{}
+	for _, c := range rep.Capacity {
+		capacity[c.Resource+" "+c.Product] = c
+	}
+	assert.Equal(t, clusterreport.CapacityRow{Resource: "nvidia.com/gpu", Product: "NVIDIA-H100-80GB-HBM3", Total: 256, Used: 194, Free: 62, Stranded: 6},
+		capacity["nvidia.com/gpu NVIDIA-H100-80GB-HBM3"])
+	assert.Equal(t, clusterreport.CapacityRow{Resource: "nvidia.com/gpu", Product: "NVIDIA-B200", Total: 128, Used: 24, Free: 104, Stranded: 24},
+		capacity["nvidia.com/gpu NVIDIA-B200"])
+	assert.Equal(t, clusterreport.CapacityRow{Resource: "nvidia.com/gpu", Product: "NVIDIA-GB200", Total: 16, Unhealthy: 16},
+		capacity["nvidia.com/gpu NVIDIA-GB200"])
+
+	rules := map[string]string{}
+	for _, b := range rep.Blocked {
+		rules[b.Workload] = b.Dimension + "/" + b.Rule
+		assert.NotEmpty(t, b.Unblock, b.Workload)
+	}
+	assert.Equal(t, map[string]string{
+		"Job llm/pretrain-13b":          "topology/TOPOLOGY_NEVER_FITS",
+		"PyTorchJob llm/llama-finetune": "topology/TOPOLOGY_WAITS",
+		"Job platform/ci-ceiling":       "quota/QUOTA_CEILING_BUSY",
+		"Job llm/gb200-eval":            "topology/TOPOLOGY_NEVER_FITS",
+		"Job product/rerank-distill":    "scheduler/QUEUE_MISSING",
+		"Job vision/detr-urgent":        "priority/PRIORITY_NOT_ALLOWED",
+		"Job vision/vit-sweep-lr":       "scheduler/QUEUE_CLOSED",
+	}, rules)
+
+	tenants := map[string]clusterreport.TenantRow{}
+	for _, r := range rep.Tenants {
+		tenants[r.Tenant+" "+r.Resource] = r
+	}
+	platform := tenants["platform nvidia.com/gpu"]
+	assert.Equal(t, []int{8, 16, 2, 6, 1, 16}, []int{platform.Guaranteed, platform.Ceiling, platform.Used, platform.IdleInGuarantee, platform.PendingWorkloads, platform.PendingGPUs})
+	assert.Equal(t, map[string]int{"quota/QUOTA_CEILING_BUSY": 16}, platform.BlockedBy)
+	research := tenants["research nvidia.com/gpu"]
+	assert.Equal(t, 5, research.PendingWorkloads, "rolled up from research-llm and research-vision")
+	assert.Equal(t, 184, research.PendingGPUs)
+}

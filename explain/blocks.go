@@ -1,0 +1,273 @@
+package explain
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mandate-dev/mandate/audit"
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/topology"
+)
+
+// ErrBadTarget is wrapped when the workload asked about cannot be found or
+// is not governed: bad input, not a blocked workload.
+var ErrBadTarget = errors.New("no such workload")
+
+// busyCeiling reads QUOTA_CEILING_BUSY's message.
+var busyCeiling = regexp.MustCompile(`tenant (\S+) uses (\d+) of its (\d+) (\S+) ceiling; this workload needs (\d+) and waits in the queue until (\d+) more are released`)
+
+// holders are the GPU-holding workloads of each tenant, read from the
+// inventory's running pods, and the unhealthy capacity, for the changes
+// that would unblock a workload.
+type holders struct {
+	byTenant map[string][]holder
+	parents  map[string]string
+	// unhealthy are the nodes marked unhealthy, by name.
+	unhealthy []sick
+	// pods are the GPU-holding pods, and domains each node's domain keys.
+	pods    []podHold
+	domains map[string][]string
+}
+
+// podHold is one running pod's GPUs and whose they are.
+type podHold struct {
+	holder
+	node string
+}
+
+// sick is an unhealthy node: its GPU product and GPUs.
+type sick struct {
+	name    string
+	product string
+	gpus    map[string]int
+}
+
+type holder struct {
+	name        string
+	tenant      string
+	gpus        int
+	preemptible bool
+}
+
+func holdersOf(inv *audit.Inventory, m model.Model) holders {
+	h := holders{byTenant: map[string][]holder{}, parents: m.Parents(), domains: map[string][]string{}}
+	tenantOf := map[string]string{}
+	for _, ns := range inv.Namespaces {
+		tenantOf[ns.GetName()] = ns.GetLabels()["mandate.dev/tenant"]
+	}
+	preemptible := m.PreemptibleClasses()
+	sums := map[string]*holder{}
+	for _, obj := range inv.Pods {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
+			continue // audit has already refused a malformed pod
+		}
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		gpus := 0
+		for _, n := range topology.PodGPURequests(pod) {
+			gpus += n
+		}
+		if gpus == 0 {
+			continue
+		}
+		name := "Pod " + pod.Namespace + "/" + pod.Name
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+			name = ref.Kind + " " + pod.Namespace + "/" + ref.Name
+		}
+		s, ok := sums[name]
+		if !ok {
+			s = &holder{name: name, tenant: tenantOf[pod.Namespace], preemptible: preemptible[pod.Spec.PriorityClassName]}
+			sums[name] = s
+		}
+		s.gpus += gpus
+		h.pods = append(h.pods, podHold{holder: holder{name: name, tenant: s.tenant, gpus: gpus, preemptible: s.preemptible}, node: pod.Spec.NodeName})
+	}
+	for _, s := range sums {
+		h.byTenant[s.tenant] = append(h.byTenant[s.tenant], *s)
+	}
+	for _, list := range h.byTenant {
+		sort.Slice(list, func(i, j int) bool {
+			if list[i].gpus != list[j].gpus {
+				return list[i].gpus > list[j].gpus
+			}
+			return list[i].name < list[j].name
+		})
+	}
+	cfg := m.TopologyConfig()
+	for _, obj := range inv.Nodes {
+		node := &corev1.Node{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, node); err != nil {
+			continue
+		}
+		v := topology.ViewNode(cfg, node)
+		h.domains[node.Name] = v.Keys
+		if v.Unhealthy {
+			h.unhealthy = append(h.unhealthy, sick{name: node.Name, product: v.Product, gpus: topology.NodeGPUs(node)})
+		}
+	}
+	sort.Slice(h.unhealthy, func(i, j int) bool { return h.unhealthy[i].name < h.unhealthy[j].name })
+	return h
+}
+
+// under lists the holders of tenant and every tenant below it, biggest
+// first.
+func (h holders) under(tenant string) []holder {
+	var out []holder
+	for t, list := range h.byTenant {
+		for a, depth := t, 0; a != "" && depth < model.MaxDepth; a, depth = h.parents[a], depth+1 {
+			if a == tenant {
+				out = append(out, list...)
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].gpus != out[j].gpus {
+			return out[i].gpus > out[j].gpus
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// in lists the holders of GPUs on the nodes of domain, biggest first.
+func (h holders) in(domain string) []holder {
+	sums := map[string]*holder{}
+	var order []string
+	for _, p := range h.pods {
+		if !slices.Contains(h.domains[p.node], domain) {
+			continue
+		}
+		s, ok := sums[p.name]
+		if !ok {
+			c := p.holder
+			c.gpus = 0
+			s = &c
+			sums[p.name] = s
+			order = append(order, p.name)
+		}
+		s.gpus += p.gpus
+	}
+	out := make([]holder, 0, len(order))
+	for _, n := range order {
+		out = append(out, *sums[n])
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].gpus != out[j].gpus {
+			return out[i].gpus > out[j].gpus
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// roomiest reads the domain a TOPOLOGY_WAITS message names.
+var roomiest = regexp.MustCompile(`the roomiest \S+ \(([^)]+)\)`)
+
+// describe names at most three holders.
+func describe(list []holder) string {
+	var parts []string
+	for i, x := range list {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(list)-3))
+			break
+		}
+		p := ""
+		if x.preemptible {
+			p = ", preemptible"
+		}
+		parts = append(parts, fmt.Sprintf("%s of %s holds %d%s", x.name, x.tenant, x.gpus, p))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// blockOf turns a violation into a block with its dimension's limit and
+// current value and the change that would unblock it.
+func blockOf(v evaluator.Violation, limits map[string]evaluator.Explanation, e *Explanation, h holders) Block {
+	x := limits[string(v.Dimension)]
+	b := Block{Dimension: string(v.Dimension), Code: v.Code, Message: v.Message, Limit: x.Limit, Current: x.Current}
+	switch v.Code {
+	case "QUOTA_CEILING_BUSY":
+		b.Unblock = "release GPUs of the tenant or raise its ceiling in the authority model"
+		if m := busyCeiling.FindStringSubmatch(v.Message); m != nil {
+			tenant, used, ceiling, resource, short := m[1], m[2], m[3], m[4], m[6]
+			c, _ := strconv.Atoi(ceiling)
+			s, _ := strconv.Atoi(short)
+			b.Limit = fmt.Sprintf("tenant %s ceiling %s %s", tenant, ceiling, resource)
+			b.Current = fmt.Sprintf("%s in use", used)
+			b.Unblock = fmt.Sprintf("release %s %s of tenant %s, or raise its ceiling to %d", short, resource, tenant, c+s)
+			if list := h.under(tenant); len(list) > 0 {
+				b.Unblock += " (" + describe(list) + ")"
+			}
+		}
+	case "QUOTA_EXCEEDS_CEILING", "QUOTA_NO_RESOURCE", "QUOTA_OVER_GUARANTEE":
+		b.Unblock = suggestion(v.Message, "ask for fewer GPUs, or change the tenant's quota in the authority model")
+	case "PRIORITY_NOT_ALLOWED", "PRIORITY_UNKNOWN", "PRIORITY_NO_DEFAULT":
+		b.Unblock = "use an allowed priority class (" + strings.TrimPrefix(x.Limit, "allowed: ") + "), or allow this one for the tenant in the authority model"
+	case "TENANT_MISSING", "TENANT_UNKNOWN":
+		b.Unblock = fmt.Sprintf("label namespace %s with mandate.dev/tenant naming a tenant of the authority model", e.Workload.Namespace)
+	case "TOPOLOGY_NEVER_FITS":
+		b.Unblock = suggestion(v.Message, "it can never run as asked: ask for fewer pods or GPUs per pod")
+		if strings.Contains(v.Message, "no healthy node") {
+			b.Unblock = "ask for another GPU product or fewer GPUs per pod"
+		}
+		b.Unblock += h.repair(v.Message)
+	case "TOPOLOGY_WAITS":
+		b.Unblock = "free GPUs within one domain of the required level (finish or preempt work there)"
+		if m := roomiest.FindStringSubmatch(v.Message); m != nil {
+			if list := h.in(m[1]); len(list) > 0 {
+				b.Unblock = fmt.Sprintf("free GPUs in %s, the roomiest: %s", m[1], describe(list))
+			}
+		}
+		b.Unblock += h.repair(v.Message)
+	default:
+		b.Unblock = suggestion(v.Message, "change what the rule "+v.Code+" objects to")
+	}
+	return b
+}
+
+// repair suggests repairing the unhealthy nodes that could take the
+// workload: those of the product the message names ("(NVIDIA-GB200)"), or
+// all when it names none. "" when there are none.
+func (h holders) repair(msg string) string {
+	var names []string
+	gpus := map[string]int{}
+	for _, n := range h.unhealthy {
+		if n.product != "" && strings.Contains(msg, "(") && !strings.Contains(msg, "("+n.product+")") {
+			continue
+		}
+		names = append(names, n.name)
+		for r, g := range n.gpus {
+			gpus[r] += g
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	var parts []string
+	for r, g := range gpus {
+		parts = append(parts, fmt.Sprintf("%d %s", g, r))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("; or repair the unhealthy nodes %s (%s out of the fit)", strings.Join(names, ", "), strings.Join(parts, ", "))
+}
+
+// suggestion is the message's own advice (after its last "; "), or def.
+func suggestion(msg, def string) string {
+	if i := strings.LastIndex(msg, "; "); i >= 0 {
+		return msg[i+2:]
+	}
+	return def
+}
