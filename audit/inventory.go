@@ -28,6 +28,9 @@ type Inventory struct {
 	Namespaces []*unstructured.Unstructured
 	Pods       []*unstructured.Unstructured
 	Owners     []*unstructured.Unstructured
+	// Ledgers are the TenantLedger objects of a shared quota ledger: the
+	// reservations admitted workloads hold before their pods are seen.
+	Ledgers []*unstructured.Unstructured
 	// Notes say what could not be listed and was skipped (a kind whose
 	// CRD is not installed).
 	Notes []string
@@ -46,6 +49,8 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 		inv.Pods = append(inv.Pods, obj)
 	case isGangOwner(gvk):
 		inv.Owners = append(inv.Owners, obj)
+	case gvk == cluster.TenantLedgerGVK:
+		inv.Ledgers = append(inv.Ledgers, obj)
 	}
 	return nil
 }

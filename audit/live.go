@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -36,15 +37,23 @@ func ListKubeconfig(ctx context.Context, path, kubeContext string) (*Inventory, 
 
 // List reads the inventory from an API server: every Node, Namespace and
 // Pod (the whole cluster, since usage and free capacity are cluster-wide),
-// and every batch Job, PyTorchJob and Volcano Job. A kind whose CRD is not
-// installed is skipped with a note, not an error.
+// every governed workload kind, and the shared quota ledger's TenantLedger
+// objects. A kind whose CRD is not installed is skipped with a note, not an
+// error.
 func List(ctx context.Context, c client.Reader, source string) (*Inventory, error) {
 	log := ctrl.LoggerFrom(ctx)
 	inv := &Inventory{Source: source}
 	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, workload.GangOwners()...)
+	kinds = append(kinds, cluster.TenantLedgerGVK)
 	for _, gvk := range kinds {
 		n, err := listAll(ctx, c, gvk, inv)
 		if err != nil {
+			if gvk == cluster.TenantLedgerGVK && apierrors.IsForbidden(err) {
+				// Reservations only add to the report; a reader that may
+				// not list them sees what pods hold.
+				inv.Notes = append(inv.Notes, fmt.Sprintf("%s skipped: not allowed to list them (reserved GPUs not shown): %v", gvk.Kind, err))
+				continue
+			}
 			if optionalKind(gvk) && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
 				note := fmt.Sprintf("%s (%s) skipped: the API server does not serve it (CRD not installed)", gvk.Kind, gvk.GroupVersion())
 				inv.Notes = append(inv.Notes, note)

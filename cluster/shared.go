@@ -241,6 +241,28 @@ func (s *State) commit(ctx context.Context, root string, t *sharedTree) {
 	t.writing = false
 }
 
+// LoadReservations counts the unexpired reservations and gang claims a
+// TenantLedger object holds (a snapshot's or a live list's), as a replica
+// sharing them would: for reports, not for deciding.
+func (s *State) LoadReservations(obj *unstructured.Unstructured) error {
+	rs, err := reservationsOf(obj)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", TenantLedgerGVK.Kind, obj.GetName(), err)
+	}
+	trees := map[string]map[string]ledger.Reservation{}
+	for key, r := range rs {
+		root := s.ledger.RootOf(r.Tenant)
+		if trees[root] == nil {
+			trees[root] = map[string]ledger.Reservation{}
+		}
+		trees[root][key] = r
+	}
+	for root, tree := range trees {
+		s.ledger.SetTreeReservations(root, tree)
+	}
+	return nil
+}
+
 // read loads the tree's TenantLedger into the mirror.
 func (sh *shared) read(ctx context.Context, root string, t *sharedTree, l *ledger.Ledger) error {
 	obj := &unstructured.Unstructured{}

@@ -65,8 +65,9 @@ type TenantRow struct {
 	Ceiling        int `json:"ceiling"`
 	Used           int `json:"used"`
 	NonPreemptible int `json:"nonPreemptible"`
-	// Reserved are GPUs admitted but not yet seen on pods; a snapshot has
-	// none (reservations live in the webhook's ledger).
+	// Reserved are GPUs admitted but not yet seen on pods: the unexpired
+	// reservations of the shared quota ledger's TenantLedger objects (none
+	// without quota.shared, where each replica keeps them in memory).
 	Reserved int `json:"reserved"`
 	// IdleInGuarantee is the guarantee not used.
 	IdleInGuarantee  int `json:"idleInGuarantee"`
@@ -131,6 +132,23 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 			return nil, fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
+	// Used is what pods hold; reserved what the shared ledger's
+	// reservations hold beyond them: the same state counted again with the
+	// reservations loaded.
+	reserved, err := cluster.New(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces, inv.Pods) {
+		if err := reserved.Add(obj); err != nil {
+			return nil, fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	for _, obj := range inv.Ledgers {
+		if err := reserved.LoadReservations(obj); err != nil {
+			return nil, fmt.Errorf("unable to read the reservations: %w", err)
+		}
+	}
 	rep := &Report{Revision: o.Revision, Source: inv.Source, BlockedBy: map[string]int{}, Notes: slices.Clone(inv.Notes)}
 	var gangs []gang
 	for _, e := range exps {
@@ -156,7 +174,7 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 		}
 		return rep.Blocked[i].Workload < rep.Blocked[j].Workload
 	})
-	rep.Tenants = tenants(o, state, rep.Blocked)
+	rep.Tenants = tenants(o, state, reserved, rep.Blocked)
 	nodes, err := nodesOf(inv, o.Model.TopologyConfig())
 	if err != nil {
 		return nil, err
@@ -191,7 +209,7 @@ func headline(r *Report) string {
 }
 
 // tenants rolls usage, quota and blocked demand up the hierarchy.
-func tenants(o Options, state *cluster.State, blocked []BlockedRow) []TenantRow {
+func tenants(o Options, state, reserved *cluster.State, blocked []BlockedRow) []TenantRow {
 	quotas := quotasOf(o.Data)
 	parents := o.Model.Parents()
 	names := make([]string, 0, len(parents))
@@ -240,6 +258,7 @@ func tenants(o Options, state *cluster.State, blocked []BlockedRow) []TenantRow 
 	var rows []TenantRow
 	for _, t := range order {
 		usage := state.Usage(t)[t]
+		withReservations := reserved.Usage(t)[t]
 		resources := map[string]bool{}
 		for r := range quotas[t] {
 			resources[r] = true
@@ -266,9 +285,10 @@ func tenants(o Options, state *cluster.State, blocked []BlockedRow) []TenantRow 
 			}
 			row := TenantRow{Tenant: t, Parent: parents[t], Depth: depth(t), Resource: r,
 				Guaranteed: q.Guaranteed, Ceiling: q.Ceiling, Used: usage[r].Total, NonPreemptible: usage[r].NonPreemptible,
+				Reserved: withReservations[r].Total - usage[r].Total,
 				PendingWorkloads: pending[t][r][0], PendingGPUs: pending[t][r][1], BlockedBy: blockedBy[t][r]}
-			if q.Guaranteed > row.Used {
-				row.IdleInGuarantee = q.Guaranteed - row.Used
+			if q.Guaranteed > row.Used+row.Reserved {
+				row.IdleInGuarantee = q.Guaranteed - row.Used - row.Reserved
 			}
 			rows = append(rows, row)
 		}

@@ -22,7 +22,7 @@ import (
 var fixtureFiles = []string{"../examples/cluster.yaml", "../explain/testdata/pending.yaml",
 	"../explain/testdata/fragmented.yaml", "../explain/testdata/queues.yaml"}
 
-func fixtureReport(t *testing.T) *clusterreport.Report {
+func fixtureReport(t *testing.T, extra ...string) *clusterreport.Report {
 	t.Helper()
 	var all bytes.Buffer
 	for _, f := range fixtureFiles {
@@ -30,6 +30,9 @@ func fixtureReport(t *testing.T) *clusterreport.Report {
 		require.NoError(t, err)
 		all.Write(b)
 		all.WriteString("\n---\n")
+	}
+	for _, doc := range extra {
+		all.WriteString(doc + "\n---\n")
 	}
 	path := filepath.Join(t.TempDir(), "snapshot.yaml")
 	require.NoError(t, os.WriteFile(path, all.Bytes(), 0o600))
@@ -107,4 +110,38 @@ func TestReportFixture(t *testing.T) {
 	research := tenants["research nvidia.com/gpu"]
 	assert.Equal(t, 5, research.PendingWorkloads, "rolled up from research-llm and research-vision")
 	assert.Equal(t, 184, research.PendingGPUs)
+}
+
+// TestReportReservations: the reservations a shared ledger's TenantLedger
+// holds are reported as reserved, rolled up the hierarchy, and are not idle
+// guarantee; expired ones and gang claims hold nothing.
+func TestReportReservations(t *testing.T) {
+	ledger := `apiVersion: mandate.dev/v1alpha1
+kind: TenantLedger
+metadata: {name: helix}
+spec:
+  reservations: |
+    /Pod/platform/notebook-bob platform N 4102444800 nvidia.com/gpu=3
+    /Pod/platform/old platform N 1000 nvidia.com/gpu=5
+    claim:/Pod/platform/x platform C 4102444800 owner=0b1c2d3e
+`
+	before, after := fixtureReport(t), fixtureReport(t, ledger)
+	row := func(rep *clusterreport.Report, tenant string) clusterreport.TenantRow {
+		for _, r := range rep.Tenants {
+			if r.Tenant == tenant && r.Resource == "nvidia.com/gpu" {
+				return r
+			}
+		}
+		t.Fatalf("no nvidia.com/gpu row for %s", tenant)
+		return clusterreport.TenantRow{}
+	}
+	for _, tenant := range []string{"platform", "helix"} {
+		b, a := row(before, tenant), row(after, tenant)
+		assert.Zero(t, b.Reserved, "%s without a ledger", tenant)
+		assert.Equal(t, 3, a.Reserved, "%s: the unexpired reservation of 3, rolled up", tenant)
+		assert.Equal(t, b.Used, a.Used, "%s: used is what pods hold", tenant)
+		if b.IdleInGuarantee >= 3 {
+			assert.Equal(t, b.IdleInGuarantee-3, a.IdleInGuarantee, "%s: reserved guarantee is not idle", tenant)
+		}
+	}
 }

@@ -463,9 +463,10 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 				assert.Equal(t, []string{"update"}, r.Verbs, "only update on %s", res)
 			case res == "tenantledgers":
 				// The shared quota ledger (quota.shared): read, created
-				// once per tenant tree, committed by update; never deleted.
+				// once per tenant tree, committed by update, listed for the
+				// authority metrics' reserved GPUs; never deleted.
 				assert.Equal(t, []string{"mandate.dev"}, r.APIGroups)
-				assert.ElementsMatch(t, []string{"get", "create", "update"}, r.Verbs)
+				assert.ElementsMatch(t, []string{"get", "list", "create", "update"}, r.Verbs)
 			case res == "tokenreviews" || res == "subjectaccessreviews":
 				// --metrics-auth delegates authentication and
 				// authorisation of scrapers to the API server.

@@ -69,37 +69,50 @@ func TestServeSyncFollowsBundleRevisions(t *testing.T) {
 	publish("sync-2", 48)
 	envtest.WaitFor(t, 60*time.Second, "revision sync-2 to reshape research-vision's Volcano queue",
 		func() bool { return capability() == "48" })
-	kai := &unstructured.Unstructured{}
-	kai.SetGroupVersionKind(schedsync.KAIQueueKind.GVK)
-	if err := s.env.Client.Get(ctx, types.NamespacedName{Name: "research-vision"}, kai); err != nil {
-		t.Fatal(err)
+	// One reconciliation applies the objects one by one: the KAI queue may
+	// follow the Volcano one a moment later.
+	kaiLimit := func() any {
+		kai := &unstructured.Unstructured{}
+		kai.SetGroupVersionKind(schedsync.KAIQueueKind.GVK)
+		if err := s.env.Client.Get(ctx, types.NamespacedName{Name: "research-vision"}, kai); err != nil {
+			return err
+		}
+		limit, _, _ := unstructured.NestedFieldNoCopy(kai.Object, "spec", "resources", "gpu", "limit")
+		return limit
 	}
-	if limit, _, _ := unstructured.NestedFieldNoCopy(kai.Object, "spec", "resources", "gpu", "limit"); limit != int64(48) {
-		t.Errorf("KAI queue research-vision limit = %v, want 48", limit)
-	}
+	envtest.WaitFor(t, 60*time.Second, "revision sync-2 to reshape research-vision's KAI queue (limit 48)",
+		func() bool { return kaiLimit() == int64(48) })
 
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var creates, updates, drift float64
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case "mandate_sync_applies_total":
-				for _, l := range m.GetLabel() {
-					if l.GetValue() == "create" {
-						creates += m.GetCounter().GetValue()
+	syncMetrics := func() {
+		creates, updates, drift = 0, 0, 0
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				switch f.GetName() {
+				case "mandate_sync_applies_total":
+					for _, l := range m.GetLabel() {
+						if l.GetValue() == "create" {
+							creates += m.GetCounter().GetValue()
+						}
+						if l.GetValue() == "update" {
+							updates += m.GetCounter().GetValue()
+						}
 					}
-					if l.GetValue() == "update" {
-						updates += m.GetCounter().GetValue()
-					}
+				case "mandate_sync_drift_objects":
+					drift += m.GetGauge().GetValue()
 				}
-			case "mandate_sync_drift_objects":
-				drift += m.GetGauge().GetValue()
 			}
 		}
 	}
+	// The metrics are set when the reconciliation ends.
+	envtest.WaitFor(t, 60*time.Second, "the reconciliation of revision sync-2 to be counted", func() bool {
+		syncMetrics()
+		return updates >= 2 && drift == 0
+	})
 	if creates == 0 || updates < 2 || drift != 0 {
 		t.Errorf("metrics: %v creates, %v updates (want the two queues at least), drift %v (want 0)", creates, updates, drift)
 	}
