@@ -285,7 +285,7 @@ func tenants(o Options, state, reserved *cluster.State, blocked []BlockedRow) []
 			}
 			row := TenantRow{Tenant: t, Parent: parents[t], Depth: depth(t), Resource: r,
 				Guaranteed: q.Guaranteed, Ceiling: q.Ceiling, Used: usage[r].Total, NonPreemptible: usage[r].NonPreemptible,
-				Reserved: withReservations[r].Total - usage[r].Total,
+				Reserved:         withReservations[r].Total - usage[r].Total,
 				PendingWorkloads: pending[t][r][0], PendingGPUs: pending[t][r][1], BlockedBy: blockedBy[t][r]}
 			if q.Guaranteed > row.Used+row.Reserved {
 				row.IdleInGuarantee = q.Guaranteed - row.Used - row.Reserved
