@@ -37,6 +37,7 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
+	"github.com/mandate-dev/mandate/elected"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
 	"github.com/mandate-dev/mandate/modelcheck"
@@ -200,7 +201,7 @@ func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config
 		Report: authoritymetrics.FromCluster(s.Manager.GetAPIReader(), current, exempt)}
 	var r manager.Runnable = loop
 	if c.Namespace != "" {
-		r = &authoritymetrics.Elected{Loop: loop, Config: rc, Namespace: c.Namespace}
+		r = &elected.Runnable{Run: loop, Lease: authoritymetrics.LeaseName, What: "the authority metrics", Config: rc, Namespace: c.Namespace}
 	} else {
 		ctrl.LoggerFrom(ctx).Info("authority metrics run without leader election: no namespace configured for their Lease")
 	}
@@ -242,7 +243,7 @@ func (s *Server) schedulerSync(ctx context.Context, rc *rest.Config, c config.Se
 	}
 	var r manager.Runnable = rec
 	if c.Namespace != "" {
-		r = &schedsync.Elected{Reconciler: rec, Config: rc, Namespace: c.Namespace}
+		r = &elected.Runnable{Run: rec, Lease: schedsync.LeaseName, What: "the scheduler sync", Config: rc, Namespace: c.Namespace}
 	} else {
 		ctrl.LoggerFrom(ctx).Info("scheduler sync runs without leader election: no namespace configured for its Lease")
 	}
