@@ -279,8 +279,10 @@ var cases = []struct {
 		wantMsg:   "",
 	},
 	{
-		name:      "device memory of a MIG profile",
-		edit:      func(m map[string]any) { m["gpuMemoryMiB"] = map[string]any{"nvidia.com/mig-1g.10gb": map[string]any{"default": 10240}} },
+		name: "device memory of a MIG profile",
+		edit: func(m map[string]any) {
+			m["gpuMemoryMiB"] = map[string]any{"nvidia.com/mig-1g.10gb": map[string]any{"default": 10240}}
+		},
 		wantPath:  `gpuMemoryMiB["nvidia.com/mig-1g.10gb"]`,
 		wantCheck: "gpuMemory",
 		wantMsg:   "nvidia.com/mig-1g.10gb is a MIG profile: its slices are not shared by memory",
