@@ -42,9 +42,9 @@ func podDemand(pod *corev1.Pod, mem topology.GPUMemory) (gpus map[string]int, sh
 // product it asks for.
 func remapMemory(e podEntry, mem topology.GPUMemory) podEntry {
 	next := e.share
-	next.Milli, next.Mapped = 1000, false
+	next.Milli = 1000
 	if dev, ok := mem.DeviceMiB(topology.SharedResource, e.product); ok {
-		next.Milli, next.Mapped = topology.MemoryMilli(next.MemMiB, dev), true
+		next.Milli = topology.MemoryMilli(next.MemMiB, dev)
 	}
 	gpus := make(map[string]int, len(e.gpus))
 	for r, n := range e.gpus {

@@ -80,11 +80,10 @@ func FractionMilli(f float64) int {
 type Share struct {
 	Devices int
 	Milli   int
-	// MemMiB is the gpu-memory asked for (0 for a gpu-fraction pod), and
-	// Mapped says whether GPUMemory knew the device's memory; an unmapped
-	// gpu-memory pod takes whole devices (Milli 1000).
+	// MemMiB is the gpu-memory asked for (0 for a gpu-fraction pod); a
+	// gpu-memory pod GPUMemory does not map takes whole devices (Milli
+	// 1000).
 	MemMiB int64
-	Mapped bool
 }
 
 // Total is the pod's shared demand in milli-GPUs.
@@ -108,7 +107,7 @@ func PodShare(ann map[string]string, product string, mem GPUMemory) (Share, bool
 		if err != nil || !(f > 0 && f < 1) {
 			return Share{}, false
 		}
-		s.Milli, s.Mapped = FractionMilli(f), true
+		s.Milli = FractionMilli(f)
 		return s, true
 	}
 	if v := ann[AnnotationGPUMemory]; v != "" {
@@ -118,7 +117,7 @@ func PodShare(ann map[string]string, product string, mem GPUMemory) (Share, bool
 		}
 		s.MemMiB, s.Milli = m, 1000
 		if dev, ok := mem.DeviceMiB(SharedResource, product); ok {
-			s.Milli, s.Mapped = MemoryMilli(m, dev), true
+			s.Milli = MemoryMilli(m, dev)
 		}
 		return s, true
 	}
