@@ -210,12 +210,18 @@ build_kueue() {
 		log "kueue $version is up to date"
 		return
 	fi
-	go_build kueue "$mod" sigs.k8s.io/kueue/cmd/kueue \
-		"-X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
-	# The build downloaded the module (verified by go.sum).
-	dir=$(go -C "$mod" list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+	# Inside the tools module, so the download is checked against its go.sum.
+	local json commit
+	json=$(go -C "$mod" mod download -json "sigs.k8s.io/kueue@$version") ||
+		die "unable to download sigs.k8s.io/kueue@$version: $json"
+	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
 	[ -n "$dir" ] && [ -f "$dir/config/components/webhook/manifests.yaml" ] ||
 		die "sigs.k8s.io/kueue@$version has no config/components/webhook/manifests.yaml"
+	# The tag's commit, when the proxy reports where the version came from.
+	commit=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",\{0,1\}$/\1/p')
+	local ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
+	[ -z "$commit" ] || ldflags+=" -X sigs.k8s.io/kueue/pkg/version.GitCommit=$commit"
+	go_build kueue "$mod" sigs.k8s.io/kueue/cmd/kueue "$ldflags"
 	cp "$dir/config/components/webhook/manifests.yaml" "$out_dir/.kueue-webhooks.yaml.tmp"
 	chmod u+w "$out_dir/.kueue-webhooks.yaml.tmp" # the module cache is read-only
 	mv -f "$out_dir/.kueue-webhooks.yaml.tmp" "$out_dir/kueue-webhooks.yaml"
