@@ -182,7 +182,8 @@ func StartKueue(t testing.TB, env *Env) *Kueue {
 	runCtx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(runCtx, binary, "--config="+configPath, "--kubeconfig="+kubeconfigPath)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Stopped with SIGTERM, as the kubelet would: the manager drains.
+	// Stopped with an interrupt, which Kueue's signal handler takes as
+	// the kubelet's SIGTERM: the manager shuts down in order.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
