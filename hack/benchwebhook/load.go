@@ -95,9 +95,9 @@ type cell struct {
 	concurrency int
 	round       int
 	elapsed     time.Duration
-	ok          int   // 200 with a valid AdmissionReview and the expected verdict
-	wrong       int   // valid AdmissionReview, unexpected verdict
-	errors      int   // anything else (status, transport, malformed)
+	ok          int // 200 with a valid AdmissionReview and the expected verdict
+	wrong       int // valid AdmissionReview, unexpected verdict
+	errors      int // anything else (status, transport, malformed)
 	latencies   []time.Duration
 	serverCPU   time.Duration // utime+stime of the server process
 	loadgenCPU  time.Duration // utime+stime of this process

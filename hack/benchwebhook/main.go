@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,14 +155,7 @@ func envString(getenv func(string) string, name, def string) string {
 	return def
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 // errWrong is a system answering an example against its expected verdict.
 var errWrong = errors.New("a system answered an example wrongly")

@@ -59,7 +59,7 @@ pod_sets[path] := [n, spec] if {
 	path := concat("/", [sprintf("%v", [x]) | some x in p])
 }
 
-pod_sets.pod := [1, _object.spec] if input.request.kind.kind == "Pod"
+pod_sets["pod"] := [1, _object.spec] if input.request.kind.kind == "Pod"
 
 _pod_gpus(spec, r) := sum([to_number(object.get(c, ["resources", "limits", r], object.get(c, ["resources", "requests", r], "0"))) |
 	some c in spec.containers
@@ -98,7 +98,10 @@ _declared := {c | some s in pod_sets; c := s[1].priorityClassName}
 
 _kind_class := "interactive" if input.request.kind.kind == "Pod"
 
-else := "batch" if input.request.kind.kind == "Job"
+else := "batch" if {
+	input.request.kind.kind == "Job"
+	input.request.kind.group == "batch"
+}
 
 else := "training"
 
