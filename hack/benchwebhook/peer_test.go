@@ -7,9 +7,11 @@ import (
 	"os"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -95,7 +97,6 @@ func TestPeerAgreesWithMandate(t *testing.T) {
 	denied := 0
 	for _, e := range examples {
 		allowed, msg := peerVerdict(t, q, e)
-		t.Logf("%s: mandate allowed=%v, independent allowed=%v, peer allowed=%v %s", e.file, oneTree[e.file], independent[e.file], allowed, msg)
 		require.Equal(t, !e.denied, oneTree[e.file], "%s: Mandate's verdict is not the file name's", e.file)
 		require.Equal(t, oneTree[e.file], allowed, "%s: the pure-Rego peer disagrees with Mandate (%s)", e.file, msg)
 		require.Equal(t, oneTree[e.file], independent[e.file], "%s: independent trees change Mandate's verdict", e.file)
@@ -121,4 +122,59 @@ func TestIndependentTreesHaveNoParents(t *testing.T) {
 	}
 	// The original is untouched.
 	require.Equal(t, "research", model["tenants"].(map[string]any)["research-llm"].(map[string]any)["parent"])
+}
+
+// TestGatekeeperTemplateDeniesTenancyAndPriority: the ConstraintTemplate's
+// Rego, given the review as Gatekeeper gives it (with the namespace
+// object) and the constraint's parameters, denies exactly the examples
+// denied for tenancy or priority.
+func TestGatekeeperTemplateDeniesTenancyAndPriority(t *testing.T) {
+	var tmpl struct {
+		Spec struct {
+			Targets []struct {
+				Rego string `json:"rego"`
+			} `json:"targets"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(gatekeeperTemplate, &tmpl))
+	require.Len(t, tmpl.Spec.Targets, 1)
+	q, err := rego.New(rego.Query("data.mandatetenantclass.violation"),
+		rego.Module("template.rego", tmpl.Spec.Targets[0].Rego),
+		rego.SetRegoVersion(ast.RegoV0)).PrepareForEval(context.Background())
+	require.NoError(t, err)
+	model, err := readModel(repoModel)
+	require.NoError(t, err)
+	params, err := gatekeeperParameters(model)
+	require.NoError(t, err)
+	objs, err := loadManifests(repoExamples + "/cluster.yaml")
+	require.NoError(t, err)
+	namespaces := map[string]any{}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			namespaces[o.GetName()] = o.Object
+		}
+	}
+	examples, err := loadExamples(repoExamples + "/workloads")
+	require.NoError(t, err)
+	for _, e := range examples {
+		gvk := e.obj.GroupVersionKind()
+		review := map[string]any{
+			"kind":      map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind},
+			"namespace": e.obj.GetNamespace(),
+			"object":    e.obj.Object,
+			"operation": "CREATE",
+		}
+		if ns, ok := namespaces[e.obj.GetNamespace()]; ok {
+			review["namespaceObject"] = ns
+		}
+		rs, err := q.Eval(context.Background(), rego.EvalInput(map[string]any{"review": review, "parameters": params}))
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		violations := rs[0].Expressions[0].Value.([]any)
+		want := e.expectedDenied([]string{"tenancy", "priority"})
+		require.Equal(t, want, len(violations) > 0, "%s: %v", e.file, violations)
+		if want {
+			require.Contains(t, fmt.Sprint(violations), e.dimension+":", e.file)
+		}
+	}
 }

@@ -161,7 +161,6 @@ func startGatekeeper(bin, kubeconfig string, s serving) (*process, string, error
 		"--prometheus-port", portOf(prom),
 		"--kubeconfig", kubeconfig,
 		"--debug-use-fake-pod",
-		"--log-level", "ERROR",
 	}
 	env := append(os.Environ(), "POD_NAMESPACE="+gatekeeperNamespace, "POD_NAME=gatekeeper-bench")
 	p, err := startProcess("gatekeeper", bin, args, env)
@@ -184,25 +183,10 @@ func installGatekeeperPolicy(ctx context.Context, env *envtest.Env, model map[st
 	if err := env.Client.Create(ctx, tmpl); err != nil {
 		return fmt.Errorf("unable to create the ConstraintTemplate: %w", err)
 	}
-	indep, err := independentTrees(model)
+	params, err := gatekeeperParameters(model)
 	if err != nil {
 		return err
 	}
-	allowed := map[string]any{}
-	resources := map[string]bool{}
-	for name, v := range indep["tenants"].(map[string]any) {
-		t := v.(map[string]any)
-		allowed[name] = t["priorityClasses"]
-		q, _ := t["quota"].(map[string]any)
-		for r := range q {
-			resources[r] = true
-		}
-	}
-	var gpuResources []any
-	for r := range resources {
-		gpuResources = append(gpuResources, r)
-	}
-	sort.Slice(gpuResources, func(i, j int) bool { return gpuResources[i].(string) < gpuResources[j].(string) })
 	constraint := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "constraints.gatekeeper.sh/v1beta1",
 		"kind":       "MandateTenantClass",
@@ -215,12 +199,7 @@ func installGatekeeperPolicy(ctx context.Context, env *envtest.Env, model map[st
 				map[string]any{"apiGroups": []any{"batch.volcano.sh"}, "kinds": []any{"Job"}},
 				map[string]any{"apiGroups": []any{"kubeflow.org"}, "kinds": []any{"PyTorchJob"}},
 			}},
-			"parameters": map[string]any{
-				"tenantLabel":    "mandate.dev/tenant",
-				"gpuResources":   gpuResources,
-				"classDefaults":  model["classDefaults"],
-				"allowedClasses": allowed,
-			},
+			"parameters": params,
 		},
 	}}
 	// The constraint's kind exists once Gatekeeper has compiled the
@@ -240,4 +219,35 @@ func installGatekeeperPolicy(ctx context.Context, env *envtest.Env, model map[st
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// gatekeeperParameters are the constraint's parameters from the model:
+// each tenant's priority classes (its own or inherited), the class
+// defaults, the GPU resources the tenants have quota for.
+func gatekeeperParameters(model map[string]any) (map[string]any, error) {
+	indep, err := independentTrees(model)
+	if err != nil {
+		return nil, err
+	}
+	allowed := map[string]any{}
+	resources := map[string]bool{}
+	for name, v := range indep["tenants"].(map[string]any) {
+		t := v.(map[string]any)
+		allowed[name] = t["priorityClasses"]
+		q, _ := t["quota"].(map[string]any)
+		for r := range q {
+			resources[r] = true
+		}
+	}
+	var gpuResources []any
+	for r := range resources {
+		gpuResources = append(gpuResources, r)
+	}
+	sort.Slice(gpuResources, func(i, j int) bool { return gpuResources[i].(string) < gpuResources[j].(string) })
+	return map[string]any{
+		"tenantLabel":    "mandate.dev/tenant",
+		"gpuResources":   gpuResources,
+		"classDefaults":  model["classDefaults"],
+		"allowedClasses": allowed,
+	}, nil
 }
