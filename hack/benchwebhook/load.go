@@ -134,13 +134,15 @@ func (c *cell) cpuPerReview(cpu time.Duration) time.Duration {
 // for d after a short unmeasured warm-up (connections opened, caches warm).
 func measure(ctx context.Context, t target, examples []example, concurrency int, d time.Duration) (*cell, error) {
 	warm := min(time.Second, d/5)
-	if _, err := drive(ctx, t, examples, concurrency, warm); err != nil {
+	if _, err := drive(ctx, t, examples, concurrency, warm, 0); err != nil {
 		return nil, err
 	}
-	return drive(ctx, t, examples, concurrency, d)
+	return drive(ctx, t, examples, concurrency, d, 0)
 }
 
-func drive(ctx context.Context, t target, examples []example, concurrency int, d time.Duration) (*cell, error) {
+// drive runs the workers for d, or, when perWorker > 0, until each has
+// sent perWorker requests (d is then ignored).
+func drive(ctx context.Context, t target, examples []example, concurrency int, d time.Duration, perWorker int) (*cell, error) {
 	c := &cell{system: t.name, concurrency: concurrency, errorCounts: map[string]int{}}
 	srvBefore, err := processCPU(t.pid)
 	if err != nil {
@@ -154,8 +156,10 @@ func drive(ctx context.Context, t target, examples []example, concurrency int, d
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	start := time.Now()
-	timer := time.AfterFunc(d, func() { stop.Store(true) })
-	defer timer.Stop()
+	if perWorker <= 0 {
+		timer := time.AfterFunc(d, func() { stop.Store(true) })
+		defer timer.Stop()
+	}
 	for w := range concurrency {
 		wg.Add(1)
 		go func() {
@@ -164,7 +168,7 @@ func drive(ctx context.Context, t target, examples []example, concurrency int, d
 			var ok, wrong, errs int
 			var firstErr, firstWrong string
 			errCounts := map[string]int{}
-			for i := w; !stop.Load() && ctx.Err() == nil; i++ {
+			for i := w; !stop.Load() && ctx.Err() == nil && (perWorker <= 0 || i < w+perWorker); i++ {
 				e := examples[i%len(examples)]
 				uid := string(uuid.NewUUID())
 				t0 := time.Now()

@@ -116,7 +116,6 @@ func startOPA(bin, policy, reference string, data map[string]any, dir string, s 
 		"--tls-cert-file", filepath.Join(s.certDir, "tls.crt"),
 		"--tls-private-key-file", filepath.Join(s.certDir, "tls.key"),
 		"--set=default_decision=/system/main",
-		"--log-level", "error",
 		policy, reference, dataFile,
 	}
 	p, err := startProcess("opa", bin, args, nil)
