@@ -49,6 +49,7 @@ type config struct {
 	examples     string // cluster.yaml and workloads/
 	model        string // the authority model's data.json
 	reference    string // the pure-Rego best fit
+	opaPolicy    string // the OPA peer's policy
 	systems      []string
 	readyTimeout time.Duration
 }
@@ -65,6 +66,9 @@ var allSystems = []string{sysMandate, sysIndependent, sysOPA, sysGatekeeper}
 
 func main() {
 	c, err := parseConfig(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench-webhook: %v\n", err)
 		os.Exit(2)
@@ -107,6 +111,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.examples, "examples", "examples", "directory holding cluster.yaml and workloads/")
 	fs.StringVar(&c.model, "model", "policies/mandate/model/data.json", "the authority model's data")
 	fs.StringVar(&c.reference, "reference", "evaluator/testdata/reference.rego", "the pure-Rego best-fit placement the OPA peer loads")
+	fs.StringVar(&c.opaPolicy, "opa-policy", "hack/benchwebhook/opa/admission.rego", "the OPA peer's admission policy")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "how long each system may take to be ready (scaled by $MANDATE_TEST_TIMEOUT_SCALE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -89,10 +89,10 @@ func summarize(cells []*cell, systems []string, concurrencies []int) []*summary 
 }
 
 // printSummary writes, per system and concurrency, the range over rounds
-// (min–max, median in parentheses where there are several rounds).
+// as "min–max (median)" where there are several rounds.
 func printSummary(w io.Writer, sums []*summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "system\tc\treviews/s\tp50\tp99\tmax\tserver CPU/review\tserver cores\tloadgen CPU/review\terrors")
+	fmt.Fprintln(tw, "system\tc\treviews/s\tp50 ms\tp99 ms\tmax ms\tserver CPU/review ms\tserver cores\tloadgen CPU/review ms\terrors")
 	for _, s := range sums {
 		errs := fmt.Sprint(s.errors)
 		if len(s.errorKinds) > 0 {
@@ -100,8 +100,8 @@ func printSummary(w io.Writer, sums []*summary) {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			label(s.system), s.concurrency,
-			rangeOf(s.rates, func(f float64) string { return fmt.Sprintf("%.0f/s", f) }),
-			durRange(s.p50), durRange(s.p99), ms(s.max),
+			rangeOf(s.rates, func(f float64) string { return fmt.Sprintf("%.0f", f) }),
+			durRange(s.p50), durRange(s.p99), msNumber(s.max),
 			durRange(s.cpu),
 			rangeOf(s.cores, func(f float64) string { return fmt.Sprintf("%.2f", f) }),
 			durRange(s.loadgen), errs)
@@ -149,8 +149,19 @@ func ratios(sums []*summary, concurrencies []int) []string {
 	return lines
 }
 
-func ms(d time.Duration) string {
-	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+func ms(d time.Duration) string { return msNumber(d) + "ms" }
+
+// msNumber is d in milliseconds with three significant digits or more.
+func msNumber(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
 }
 
 func cores(cpu, elapsed time.Duration) float64 {
@@ -172,7 +183,7 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// rangeOf is "v" for one value, "min–max (median m)" for several.
+// rangeOf is "v" for one value, "min–max (median)" for several.
 func rangeOf(v []float64, f func(float64) string) string {
 	if len(v) == 0 {
 		return "-"
@@ -181,7 +192,7 @@ func rangeOf(v []float64, f func(float64) string) string {
 	if len(v) == 1 || lo == hi {
 		return f(lo)
 	}
-	return fmt.Sprintf("%s–%s (median %s)", f(lo), f(hi), f(median(v)))
+	return fmt.Sprintf("%s–%s (%s)", f(lo), f(hi), f(median(v)))
 }
 
 func durRange(d []time.Duration) string {
@@ -189,7 +200,7 @@ func durRange(d []time.Duration) string {
 	for i, x := range d {
 		v[i] = float64(x)
 	}
-	return rangeOf(v, func(f float64) string { return ms(time.Duration(f)) })
+	return rangeOf(v, func(f float64) string { return msNumber(time.Duration(f)) })
 }
 
 func kinds(m map[string]int) string {

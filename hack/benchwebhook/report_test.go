@@ -45,10 +45,10 @@ func TestSummaryRangesAndCPU(t *testing.T) {
 	printSummary(&out, summarize(cells, []string{sysMandate}, []int{8}))
 	s := out.String()
 	require.Contains(t, s, "mandate /mutate (one tree)")
-	require.Contains(t, s, "1000/s–2000/s (median 1500/s)")
-	require.Contains(t, s, "1.00ms", "server CPU per review: 1 ms of CPU per review")
+	require.Contains(t, s, "1000–2000 (1500)")
+	require.Contains(t, s, "  1.00  ", "server CPU per review: 1 ms of CPU per review")
 	require.Contains(t, s, "3 (HTTP 429: 3)")
-	require.Contains(t, s, "9.00ms", "the max latency")
+	require.Contains(t, s, "  9.00  ", "the max latency")
 }
 
 func TestPercentiles(t *testing.T) {

@@ -33,7 +33,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 		}
 	}()
 	started := time.Now()
-	paths := map[string]*string{"mandate": &c.mandate, "assets": &c.assets, "examples": &c.examples, "model": &c.model, "reference": &c.reference}
+	paths := map[string]*string{"mandate": &c.mandate, "assets": &c.assets, "examples": &c.examples, "model": &c.model, "reference": &c.reference, "opa-policy": &c.opaPolicy}
 	for name, p := range paths {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return fmt.Errorf("the %s path: %w", name, err)
@@ -50,10 +50,6 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 				return fmt.Errorf("gatekeeper: %w (run hack/gatekeeper.sh)", err)
 			}
 		}
-	}
-	opaPolicy, err := filepath.Abs(filepath.Join("hack", "benchwebhook", "opa", "admission.rego"))
-	if err != nil {
-		return err
 	}
 	examples, err := loadExamples(filepath.Join(c.examples, "workloads"))
 	if err != nil {
@@ -128,7 +124,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 				p, url, err = startMandate(name, c.mandate, kubeconfig, dir, srv)
 			}
 		case sysOPA:
-			p, url, err = startOPA(c.mandate, opaPolicy, c.reference, facts, tmp, srv)
+			p, url, err = startOPA(c.mandate, c.opaPolicy, c.reference, facts, tmp, srv)
 		case sysGatekeeper:
 			dims = []string{"tenancy", "priority"}
 			p, url, err = startGatekeeper(gatekeeperBin, kubeconfig, srv)
@@ -188,7 +184,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	fmt.Fprintln(out, "Cells, in the order measured:")
 	printCells(out, cells)
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "Per system and concurrency, over %d round(s) (min–max, median):\n", c.rounds)
+	fmt.Fprintf(out, "Per system and concurrency over %d round(s), as min–max (median):\n", c.rounds)
 	sums := summarize(cells, c.systems, c.concurrency)
 	printSummary(out, sums)
 	fmt.Fprintln(out)
