@@ -92,7 +92,7 @@ func main() {
 func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs := flag.NewFlagSet("benchwebhook", flag.ContinueOnError)
 	c := config{}
-	secs, err := envFloat(getenv, "BENCH_SECONDS", 10)
+	secs, err := envFloat(getenv, "BENCH_SECONDS", 20)
 	if err != nil {
 		return c, err
 	}
