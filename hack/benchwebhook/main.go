@@ -44,12 +44,13 @@ type config struct {
 	seconds      time.Duration // per cell
 	rounds       int
 	concurrency  []int
-	mandate      string // the mandate binary
-	assets       string // bin/k8s: gatekeeper and its CRDs
-	examples     string // cluster.yaml and workloads/
-	model        string // the authority model's data.json
-	reference    string // the pure-Rego best fit
-	opaPolicy    string // the OPA peer's policy
+	mandate      string   // the mandate binary
+	assets       string   // bin/k8s: gatekeeper and its CRDs
+	examples     string   // cluster.yaml and workloads/
+	model        string   // the authority model's data.json
+	reference    string   // the pure-Rego best fit
+	opaPolicy    string   // the OPA peer's policy
+	gkOps        []string // Gatekeeper's --operation values
 	systems      []string
 	readyTimeout time.Duration
 }
@@ -112,6 +113,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.model, "model", "policies/mandate/model/data.json", "the authority model's data")
 	fs.StringVar(&c.reference, "reference", "evaluator/testdata/reference.rego", "the pure-Rego best-fit placement the OPA peer loads")
 	fs.StringVar(&c.opaPolicy, "opa-policy", "hack/benchwebhook/opa/admission.rego", "the OPA peer's admission policy")
+	gkOps := "webhook,generate"
+	fs.StringVar(&gkOps, "gatekeeper-operations", gkOps, "Gatekeeper's operations (webhook is required; generate makes the constraint CRDs)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "how long each system may take to be ready (scaled by $MANDATE_TEST_TIMEOUT_SCALE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -121,6 +124,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if secs <= 0 || rounds < 1 {
 		return c, fmt.Errorf("seconds must be > 0 and rounds ≥ 1 (got %v, %v)", secs, rounds)
+	}
+	for _, op := range strings.Split(gkOps, ",") {
+		c.gkOps = append(c.gkOps, strings.TrimSpace(op))
+	}
+	if !slices.Contains(c.gkOps, "webhook") {
+		return c, fmt.Errorf("-gatekeeper-operations %q: webhook is required", gkOps)
 	}
 	c.seconds = time.Duration(secs * float64(time.Second))
 	c.rounds = int(rounds)

@@ -127,7 +127,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 			p, url, err = startOPA(c.mandate, c.opaPolicy, c.reference, facts, tmp, srv)
 		case sysGatekeeper:
 			dims = []string{"tenancy", "priority"}
-			p, url, err = startGatekeeper(gatekeeperBin, kubeconfig, srv)
+			p, url, err = startGatekeeper(gatekeeperBin, kubeconfig, c.gkOps, srv)
 		}
 		if err != nil {
 			return err

@@ -132,9 +132,11 @@ var gatekeeperTemplate []byte
 // gatekeeperNamespace is where Gatekeeper runs (its POD_NAMESPACE).
 const gatekeeperNamespace = "gatekeeper-system"
 
-// startGatekeeper runs Gatekeeper webhook-only against the API server,
-// with envtest's serving certificate (no rotation) and no audit.
-func startGatekeeper(bin, kubeconfig string, s serving) (*process, string, error) {
+// startGatekeeper runs Gatekeeper against the API server with envtest's
+// serving certificate (no rotation) and the given --operation values: by
+// default webhook (the admission endpoint) and generate (the constraint
+// CRDs of templates, in a deployment the audit pod's job), no audit.
+func startGatekeeper(bin, kubeconfig string, operations []string, s serving) (*process, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
@@ -148,10 +150,6 @@ func startGatekeeper(bin, kubeconfig string, s serving) (*process, string, error
 		return nil, "", err
 	}
 	args := []string{
-		// webhook: the admission endpoint; generate: the constraint
-		// CRDs of templates (in a deployment the audit pod's job).
-		"--operation=webhook",
-		"--operation=generate",
 		"--disable-cert-rotation",
 		"--cert-dir", s.certDir,
 		"--host", s.host,
@@ -160,6 +158,9 @@ func startGatekeeper(bin, kubeconfig string, s serving) (*process, string, error
 		"--prometheus-port", portOf(prom),
 		"--kubeconfig", kubeconfig,
 		"--debug-use-fake-pod",
+	}
+	for _, op := range operations {
+		args = append(args, "--operation="+op)
 	}
 	env := append(os.Environ(), "POD_NAMESPACE="+gatekeeperNamespace, "POD_NAME=gatekeeper-bench")
 	p, err := startProcess("gatekeeper", bin, args, env)
