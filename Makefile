@@ -86,6 +86,12 @@ bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pur
 bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
 	$(GO) test ./test/e2e/ -run '^$$' -bench '^BenchmarkAdmissionLedger$$' -benchtime 1000x -timeout 30m
 
+.PHONY: bench-webhook
+bench-webhook: build ## Mandate's webhook beside a plain OPA server (pure Rego) and Gatekeeper (built from the module proxy), interleaved on this machine: reviews/s, p50/p99/max, CPU per review, ratios (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONCURRENCY).
+	hack/envtest-assets.sh kube-apiserver etcd
+	hack/gatekeeper.sh
+	$(GO) run ./hack/benchwebhook --mandate $(MANDATE)
+
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
 	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest
