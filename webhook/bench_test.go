@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
@@ -94,6 +96,7 @@ func reportCPU(b *testing.B, since time.Duration, reviews int) {
 // bodies it is benchmarked with, each checked once.
 func mutateBench(b *testing.B) (http.Handler, []benchBody) {
 	b.Helper()
+	ctrllog.SetLogger(logr.Discard())
 	policy, err := evaluator.LoadFS(policies.FS, "bench")
 	if err != nil {
 		b.Fatal(err)
