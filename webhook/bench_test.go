@@ -117,10 +117,14 @@ func mutateBench(b *testing.B) (http.Handler, []benchBody) {
 	}
 	owners := &fakeOwners{objs: map[string]*unstructured.Unstructured{}}
 	r := &review.Service{Decider: ev, State: state, Owners: owners}
-	log, err := decisionlog.New(slog.NewJSONHandler(io.Discard, nil), decisionlog.DefaultOptions())
+	// As serve writes it.
+	logOpts := decisionlog.DefaultOptions()
+	logOpts.Queue = decisionlog.DefaultQueue
+	log, err := decisionlog.New(slog.NewJSONHandler(io.Discard, nil), logOpts)
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(log.Close)
 	seal, err := NewSeal()
 	if err != nil {
 		b.Fatal(err)
