@@ -21,13 +21,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/internal/jsonenc"
 )
 
 // Name is the value of the "logger" key on every decision line.
@@ -275,13 +275,13 @@ func (vs violations) MarshalJSON() ([]byte, error) {
 			e = vs.enforcement
 		}
 		b = append(b, `{"code":`...)
-		b = appendString(b, v.Code)
+		b = jsonenc.AppendString(b, v.Code)
 		b = append(b, `,"dimension":`...)
-		b = appendString(b, string(v.Dimension))
+		b = jsonenc.AppendString(b, string(v.Dimension))
 		b = append(b, `,"enforcement":`...)
-		b = appendString(b, e)
+		b = jsonenc.AppendString(b, e)
 		b = append(b, `,"message":`...)
-		b = appendString(b, v.Message)
+		b = jsonenc.AppendString(b, v.Message)
 		b = append(b, '}')
 	}
 	return append(b, ']'), nil
@@ -301,57 +301,9 @@ func (ss stringList) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = jsonenc.AppendString(b, s)
 	}
 	return append(b, ']'), nil
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(append(b, s[start:i]...), `\ufffd`...)
-				i += size
-				start = i
-				continue
-			}
-			if r == '\u2028' || r == '\u2029' {
-				b = append(append(b, s[start:i]...), `\u202`...)
-				b = append(b, hex[r&0xf])
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
 }
 
 func (l *Logger) attrs(e *Entry, sampled bool) []slog.Attr {

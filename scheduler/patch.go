@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/internal/jsonenc"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -29,6 +30,32 @@ func Patch(original, mutated *unstructured.Unstructured) ([]jsonpatch.JsonPatchO
 		return nil, fmt.Errorf("unable to patch: no object")
 	}
 	return diff(nil, make([]byte, 0, 128), original.Object, mutated.Object), nil
+}
+
+// EncodePatch encodes ops as an AdmissionResponse's patch carries them,
+// without reflection: what encoding/json writes of them, values' object
+// keys sorted.
+func EncodePatch(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+	b := make([]byte, 0, 96*len(ops)+2)
+	b = append(b, '[')
+	var err error
+	for i, op := range ops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"op":`...)
+		b = jsonenc.AppendString(b, op.Operation)
+		b = append(b, `,"path":`...)
+		b = jsonenc.AppendString(b, op.Path)
+		if op.Operation != "remove" {
+			b = append(b, `,"value":`...)
+			if b, err = jsonenc.AppendValue(b, op.Value); err != nil {
+				return nil, fmt.Errorf("unable to encode the patch of %s: %w", op.Path, err)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
 }
 
 // diff appends to ops the operations that turn a into b, both at the JSON

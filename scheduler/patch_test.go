@@ -119,6 +119,12 @@ func TestPatchRendersExactly(t *testing.T) {
 						require.NoError(t, err)
 						got := fixtures.ApplyPatch(t, doc, ops)
 						require.Equal(t, wantDoc, got, "the patched object is not the rendered one; patch: %+v", ops)
+						// Encoded by hand, it is what encoding/json writes.
+						raw, err := EncodePatch(ops)
+						require.NoError(t, err)
+						want, err := json.Marshal(ops)
+						require.NoError(t, err)
+						require.JSONEq(t, string(want), string(raw))
 						require.Equal(t, before, fixtures.JSONMap(t, obj.Object), "Patch changed the original")
 						require.Equal(t, wantDoc, fixtures.JSONMap(t, rendered.Object), "Patch changed the rendered object")
 						again, err := Patch(rendered, rendered.DeepCopy())

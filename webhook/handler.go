@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,7 @@ import (
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -85,7 +87,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if !d.Allowed {
 		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, nil, denied(d))
 	}
-	resp = admission.Patched("", append(result.Patch, m.Seal.patch(result.Mutated)...)...)
+	resp = patched("", append(result.Patch, m.Seal.patch(result.Mutated)...))
 	// Warn-stage violations are among the warnings; dryrun-stage ones are
 	// only recorded, in the audit annotations.
 	resp.Warnings = d.Warnings
@@ -171,7 +173,24 @@ func applyGang(obj *unstructured.Unstructured, d evaluator.Directives, req evalu
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.Patched("pod of an admitted gang", append(patch, seal.patch(mutated)...)...)
+	return patched("pod of an admitted gang", append(patch, seal.patch(mutated)...))
+}
+
+// patched allows with ops as the response's JSON patch, encoded here
+// (scheduler.EncodePatch) rather than by controller-runtime through
+// reflection (admission.Patched).
+func patched(message string, ops []jsonpatch.JsonPatchOperation) admission.Response {
+	resp := admission.Allowed(message)
+	if len(ops) == 0 {
+		return resp
+	}
+	raw, err := scheduler.EncodePatch(ops)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = raw, &patchType
+	return resp
 }
 
 // reviewError classifies an error from Review: bad input is the client's
