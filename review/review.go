@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -213,6 +214,13 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	}
 	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {
 		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+	}
+	if d.Directives.Scheduler == scheduler.Kueue && req.Operation == string(admissionv1.Create) {
+		// Kueue admits by unsuspending; it is not asked again once the
+		// queue label is on (scheduler.HoldForKueue).
+		if _, err := scheduler.HoldForKueue(mutated); err != nil {
+			return Result{}, in, err
+		}
 	}
 	if d.Revision != "" {
 		// After the adapter, so its output (and golden files) stay as they are.

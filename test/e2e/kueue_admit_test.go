@@ -24,7 +24,9 @@ import (
 )
 
 // kueueAdmittedJob is two pods of 8 GPUs: the default model requires them
-// in one NVLink clique (four of the test nodes).
+// in one NVLink clique (four of the test nodes). It is created as a user
+// would write it, without suspend: Kueue's Job webhook runs before
+// Mandate's adds the queue label, so Mandate holds it for Kueue.
 const kueueAdmittedJob = `
 apiVersion: batch/v1
 kind: Job
@@ -32,7 +34,6 @@ metadata:
   name: finetune-admitted
   namespace: product
 spec:
-  suspend: true
   parallelism: 2
   completions: 2
   template:
@@ -147,6 +148,9 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 
 	before := s.srv.State.Usage("product")["product"]["nvidia.com/gpu"]
 	job := s.create(t, kueueAdmittedJob)
+	if suspend, _, _ := unstructured.NestedBool(job.Object, "spec", "suspend"); !suspend {
+		t.Fatal("the Job was stored unsuspended: its pods would start before Kueue admitted it, counted by no one")
+	}
 	labels := job.GetLabels()
 	class := labels[scheduler.LabelKueuePriorityClass]
 	if _, ok := tiers[class]; labels[scheduler.LabelKueueQueueName] != queue || !ok {
