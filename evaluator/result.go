@@ -2,6 +2,8 @@ package evaluator
 
 import (
 	"fmt"
+
+	"github.com/mandate-dev/mandate/ledger"
 )
 
 // decodeDecision reads the generic values of the decision (and, when asked
@@ -28,6 +30,10 @@ func decodeDecision(v, explanations any) (Decision, error) {
 	}
 	if raw, ok := obj["directives"]; ok {
 		d.Directives = r.directives(r.object(raw, "decision.directives"))
+	}
+	if _, ok := obj["relied"]; ok {
+		d.ReliedKnown = true
+		d.Relied = r.relied(obj)
 	}
 	if explanations != nil {
 		list, ok := explanations.([]any)
@@ -139,6 +145,11 @@ func (r *reader) boolean(m map[string]any, prefix, key string, required bool) bo
 }
 
 func (r *reader) integer(m map[string]any, key string) int {
+	return r.integerAt(m, "directives", key)
+}
+
+// integerAt reads m[key]; prefix names m in messages.
+func (r *reader) integerAt(m map[string]any, prefix, key string) int {
 	raw, ok := m[key]
 	if !ok {
 		return 0
@@ -153,11 +164,11 @@ func (r *reader) integer(m map[string]any, key string) int {
 	case interface{ Int64() (int64, error) }: // json.Number
 		i, err := n.Int64()
 		if err != nil {
-			r.fail("directives.%s is %v, want a whole number", key, raw)
+			r.fail("%s.%s is %v, want a whole number", prefix, key, raw)
 		}
 		return int(i)
 	}
-	r.fail("directives.%s is %T, want a number", key, raw)
+	r.fail("%s.%s is %T, want a number", prefix, key, raw)
 	return 0
 }
 
@@ -195,4 +206,30 @@ func (r *reader) directives(m map[string]any) Directives {
 		Labels:         r.strings(m, "labels"),
 		Annotations:    r.strings(m, "annotations"),
 	}
+}
+
+// relied reads decision.relied: the quota limits the decision relied on
+// (mandate.quota.relied).
+func (r *reader) relied(obj map[string]any) []ledger.Limit {
+	list := r.list(obj, "relied")
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]ledger.Limit, 0, len(list))
+	for i, item := range list {
+		field := fmt.Sprintf("decision.relied[%d]", i)
+		m := r.object(item, field)
+		seen := r.object(m["seen"], field+".seen")
+		out = append(out, ledger.Limit{
+			Tenant:        r.str(m, "tenant"),
+			Key:           r.str(m, "usage"),
+			Ceiling:       r.integerAt(m, field, "ceiling"),
+			Guaranteed:    r.integerAt(m, field, "guaranteed"),
+			Demand:        r.integerAt(m, field, "demand"),
+			Seen:          ledger.Usage{Total: r.integerAt(seen, field+".seen", "total"), NonPreemptible: r.integerAt(seen, field+".seen", "nonPreemptible")},
+			Busy:          r.boolean(m, field, "busy", true),
+			OverGuarantee: r.boolean(m, field, "overGuarantee", true),
+		})
+	}
+	return out
 }
