@@ -14,7 +14,7 @@ var syncedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 var (
 	ledgerCommits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mandate_quota_ledger_commits_total",
-		Help: "Writes of a TenantLedger (quota.shared) by result: committed, conflict (another replica committed first; the batch is decided again), error.",
+		Help: "Writes of a TenantLedger (quota.shared) by result: committed, conflict (another replica committed first; the batch is re-checked, and decided again where a relied limit flipped), error.",
 	}, []string{"result"})
 	ledgerBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "mandate_quota_ledger_batch_decisions",

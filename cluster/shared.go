@@ -53,7 +53,9 @@ var ErrLedgerUnavailable = errors.New("the shared quota ledger is unavailable")
 // join the next batch, committed by one update: one API round trip per
 // batch, not per decision. When another replica committed in between, the
 // update conflicts: the mirror is read again and every decision of the
-// batch (and of the one after it, made on top of it) is made again.
+// batch (and of the one after it, made on top of it) is staged again,
+// re-checked against what the object holds now and made again only when a
+// quota limit it relied on flipped (decideShared).
 type shared struct {
 	client client.Client
 	trees  sync.Map // root tenant → *sharedTree
