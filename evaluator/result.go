@@ -209,27 +209,62 @@ func (r *reader) directives(m map[string]any) Directives {
 }
 
 // relied reads decision.relied: the quota limits the decision relied on
-// (mandate.quota.relied).
+// (mandate.quota.relied). It runs on every admission: field names are
+// only built for an error.
 func (r *reader) relied(obj map[string]any) []ledger.Limit {
 	list := r.list(obj, "relied")
 	if len(list) == 0 {
 		return nil
 	}
-	out := make([]ledger.Limit, 0, len(list))
+	out := make([]ledger.Limit, len(list))
 	for i, item := range list {
-		field := fmt.Sprintf("decision.relied[%d]", i)
-		m := r.object(item, field)
-		seen := r.object(m["seen"], field+".seen")
-		out = append(out, ledger.Limit{
-			Tenant:        r.str(m, "tenant"),
-			Key:           r.str(m, "usage"),
-			Ceiling:       r.integerAt(m, field, "ceiling"),
-			Guaranteed:    r.integerAt(m, field, "guaranteed"),
-			Demand:        r.integerAt(m, field, "demand"),
-			Seen:          ledger.Usage{Total: r.integerAt(seen, field+".seen", "total"), NonPreemptible: r.integerAt(seen, field+".seen", "nonPreemptible")},
-			Busy:          r.boolean(m, field, "busy", true),
-			OverGuarantee: r.boolean(m, field, "overGuarantee", true),
-		})
+		m, ok := item.(map[string]any)
+		if !ok {
+			r.fail("decision.relied[%d] is %T, want an object", i, item)
+			return nil
+		}
+		lim := &out[i]
+		var ir reader
+		lim.Tenant = ir.text(m, "tenant")
+		lim.Key = ir.text(m, "usage")
+		lim.Ceiling = ir.integerAt(m, "", "ceiling")
+		lim.Guaranteed = ir.integerAt(m, "", "guaranteed")
+		lim.Demand = ir.integerAt(m, "", "demand")
+		seen, ok := m["seen"].(map[string]any)
+		if !ok {
+			ir.fail(".seen is %T, want an object", m["seen"])
+		}
+		lim.Seen = ledger.Usage{Total: ir.integerAt(seen, ".seen", "total"), NonPreemptible: ir.integerAt(seen, ".seen", "nonPreemptible")}
+		lim.Busy = ir.flag(m, "busy")
+		lim.OverGuarantee = ir.flag(m, "overGuarantee")
+		if ir.err != nil {
+			r.fail("decision.relied[%d]%v", i, ir.err)
+			return nil
+		}
 	}
 	return out
+}
+
+// text reads the string m[key] ("" when missing); messages name it ".key".
+func (r *reader) text(m map[string]any, key string) string {
+	s, ok := m[key].(string)
+	if !ok && m[key] != nil {
+		r.fail(".%s is %T, want a string", key, m[key])
+	}
+	return s
+}
+
+// flag reads the boolean m[key], which must be there; messages name it
+// ".key" (the caller prefixes where m is).
+func (r *reader) flag(m map[string]any, key string) bool {
+	raw, ok := m[key]
+	if !ok {
+		r.fail(".%s is missing", key)
+		return false
+	}
+	b, ok := raw.(bool)
+	if !ok {
+		r.fail(".%s is %T, want a boolean", key, raw)
+	}
+	return b
 }

@@ -85,7 +85,7 @@ relied := [r |
 		"ceiling": l.quota.ceiling,
 		"guaranteed": l.quota.guaranteed,
 		"demand": n,
-		"seen": {"total": l.usage.total, "nonPreemptible": l.usage.nonPreemptible},
+		"seen": l.usage,
 		"busy": (l.usage.total + n) > l.quota.ceiling,
 		"overGuarantee": (l.usage.nonPreemptible + n) > l.quota.guaranteed,
 	}
