@@ -6,35 +6,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/test/reviewtest"
 )
-
-// meetingDecider holds its first two decisions until both are inside
-// Decide, then decides every workload with Next.
-type meetingDecider struct {
-	Next    review.Decider
-	entered atomic.Int32
-	both    chan struct{}
-}
-
-func (m *meetingDecider) Decide(ctx context.Context, in evaluator.Input) (evaluator.Decision, error) {
-	switch m.entered.Add(1) {
-	case 1:
-		select {
-		case <-m.both:
-		case <-time.After(2 * time.Minute): // bounds a broken run; not asserted on
-			return evaluator.Decision{}, fmt.Errorf("the second decision never started while the first was deciding")
-		}
-	case 2:
-		close(m.both)
-	}
-	return m.Next.Decide(ctx, in)
-}
 
 // TestReviewsOfOneTreeDecideAtOnce: admissions of one tenant tree are
 // decided at the same time (two are inside the policy evaluation
@@ -43,7 +20,7 @@ func (m *meetingDecider) Decide(ctx context.Context, in evaluator.Input) (evalua
 // turned preemptible.
 func TestReviewsOfOneTreeDecideAtOnce(t *testing.T) {
 	r := exampleReviewer(t)
-	r.Decider = &meetingDecider{Next: r.Decider, both: make(chan struct{})}
+	r.Decider = &reviewtest.MeetingDecider{Next: r.Decider}
 	var nonPreemptible, preemptible atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 60 {
