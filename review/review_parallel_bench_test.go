@@ -15,10 +15,11 @@ import (
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/reviewtest"
 )
 
 // BenchmarkReviewParallel: admissions (not dry runs: each reserves its
-// GPUs) of the four fixture tenants at once on GOMAXPROCS 2, with every
+// GPUs) of the four fixture tenants, 16 in flight at once on GOMAXPROCS 2, with every
 // tenant under one root (the default model: one tenant tree, one commit
 // lock) and with each tenant a root of its own. Deciding outside the tree
 // lock makes the two alike. Each goroutine cycles through a few workload
@@ -40,6 +41,13 @@ func BenchmarkReviewParallel(b *testing.B) {
 			s := parallelService(b, tc.edit)
 			namespaces := []string{"platform", "product", "vision", "llm"}
 			var goroutines, allowed, reviews atomic.Int64
+			redecided := func() float64 {
+				return reviewtest.Counter(b, "mandate_quota_redecisions_total", map[string]string{"where": "outside"}) +
+					reviewtest.Counter(b, "mandate_quota_redecisions_total", map[string]string{"where": "locked"})
+			}
+			before := redecided()
+			// As a webhook under load: many admissions in flight at once.
+			b.SetParallelism(8)
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -63,6 +71,7 @@ func BenchmarkReviewParallel(b *testing.B) {
 			})
 			if reviews.Load() > 0 {
 				b.ReportMetric(float64(allowed.Load())/float64(reviews.Load()), "allowed/op")
+				b.ReportMetric((redecided()-before)/float64(reviews.Load()), "redecisions/op")
 			}
 		})
 	}
