@@ -174,12 +174,10 @@ func (s *State) commitLocal(tenant, key, ownerUID string, v View, r Reservation)
 		s.ledger.Release(key)
 		return true
 	}
-	if !r.stands(v.Usage, s.ledger.UsageWithout(tenant, key, ownerUID)) {
-		return false
-	}
-	s.ledger.Release(key)
-	s.reserve(tenant, key, r)
-	return true
+	// The re-check, release and reservation are one step of the ledger,
+	// so the tree's lock is held for microseconds.
+	return s.ledger.ReserveIf(key, tenant, ownerUID, r.GPUs, r.Preemptible, s.confirmationWindow(),
+		func(now map[string]map[string]ledger.Usage) bool { return r.stands(v.Usage, now) })
 }
 
 func (s *State) reserve(tenant, key string, r Reservation) {

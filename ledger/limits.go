@@ -1,5 +1,10 @@
 package ledger
 
+import (
+	"maps"
+	"time"
+)
+
 // Limit is one quota limit a decision relied on: the tenant, the usage key
 // it counts (a GPU resource, or a ProductKey), its ceiling and guarantee,
 // the workload's demand, the usage the decision saw, and the outcomes it
@@ -37,6 +42,31 @@ func (lim Limit) Holds(usage map[string]map[string]Usage) bool {
 func (l *Ledger) UsageWithout(tenant, key, ownerUID string) map[string]map[string]Usage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.usageWithout(tenant, key, ownerUID)
+}
+
+// ReserveIf is the commit of a decision made on UsageWithout(tenant, key,
+// ownerUID): if ok holds for that usage as it is now, key's earlier
+// reservation is released and gpus reserved under key as Reserve does, in
+// one step under the ledger's lock; false, and nothing changed, when it
+// does not. ok runs under the lock: it must not call the ledger.
+func (l *Ledger) ReserveIf(key, tenant, ownerUID string, gpus map[string]int, preemptible bool, ttl time.Duration,
+	ok func(usage map[string]map[string]Usage) bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !ok(l.usageWithout(tenant, key, ownerUID)) {
+		return false
+	}
+	l.release(key)
+	if len(gpus) == 0 || tenant == "" || l.storedPod(key) {
+		return true
+	}
+	l.add(key, Reservation{Tenant: tenant, GPUs: maps.Clone(gpus), Preemptible: preemptible, Expires: l.now().Add(ttl)})
+	return true
+}
+
+// usageWithout is UsageWithout for callers holding the lock.
+func (l *Ledger) usageWithout(tenant, key, ownerUID string) map[string]map[string]Usage {
 	l.expire()
 	out := map[string]map[string]Usage{}
 	for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {

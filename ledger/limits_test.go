@@ -45,3 +45,20 @@ func TestLimitHolds(t *testing.T) {
 	require.True(t, lim.Holds(at(20, 10)))
 	require.False(t, lim.Holds(at(20, 4)), "no longer over the guarantee")
 }
+
+// TestReserveIf: the commit reserves, replacing key's earlier reservation,
+// only when the check holds for the usage without that reservation; when
+// it does not, nothing changes.
+func TestReserveIf(t *testing.T) {
+	l := New(testConfig)
+	l.Reserve("k", "product", map[string]int{"nvidia.com/gpu": 8}, false, time.Minute)
+	l.Reserve("other", "product", map[string]int{"nvidia.com/gpu": 2}, false, time.Minute)
+	var seen map[string]map[string]Usage
+	require.False(t, l.ReserveIf("k", "product", "", map[string]int{"nvidia.com/gpu": 4}, false, time.Minute,
+		func(u map[string]map[string]Usage) bool { seen = u; return false }))
+	require.Equal(t, Usage{Total: 2, NonPreemptible: 2}, seen["product"]["nvidia.com/gpu"], "checked without k's own reservation")
+	require.Equal(t, Usage{Total: 10, NonPreemptible: 10}, l.Usage("product")["product"]["nvidia.com/gpu"], "nothing changed")
+	require.True(t, l.ReserveIf("k", "product", "", map[string]int{"nvidia.com/gpu": 4}, true, time.Minute,
+		func(map[string]map[string]Usage) bool { return true }))
+	require.Equal(t, Usage{Total: 6, NonPreemptible: 2}, l.Usage("product")["product"]["nvidia.com/gpu"], "k replaced")
+}
