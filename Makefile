@@ -36,7 +36,7 @@ image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for 
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl and helm, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl, helm and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test
@@ -85,6 +85,12 @@ bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pur
 .PHONY: bench-admission
 bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
 	$(GO) test ./test/e2e/ -run '^$$' -bench '^BenchmarkAdmissionLedger$$' -benchtime 1000x -timeout 30m
+
+.PHONY: bench-webhook
+bench-webhook: build ## Mandate's webhook beside a plain OPA server (pure Rego) and Gatekeeper (built from the module proxy), interleaved on this machine: reviews/s, p50/p99/max, CPU per review, ratios (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONCURRENCY).
+	hack/envtest-assets.sh kube-apiserver etcd
+	hack/gatekeeper.sh
+	$(GO) run ./hack/benchwebhook --mandate $(MANDATE)
 
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).

@@ -63,7 +63,7 @@ func New(m model.Model) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to build the cluster model: %w", err)
 	}
-	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses()}
+	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses(), GPUMemory: m.GPUMemoryMiB}
 	return &State{
 		topo:       topo,
 		nodes:      map[string]*corev1.Node{},
@@ -96,8 +96,9 @@ func (s *State) SetModel(m model.Model) error {
 		}
 		s.topo, s.topoCfg = topo, topoCfg
 	}
-	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses()}
-	if !maps.Equal(s.ledgerCfg.Parents, cfg.Parents) || !maps.Equal(s.ledgerCfg.PreemptibleClasses, cfg.PreemptibleClasses) {
+	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses(), GPUMemory: m.GPUMemoryMiB}
+	if !maps.Equal(s.ledgerCfg.Parents, cfg.Parents) || !maps.Equal(s.ledgerCfg.PreemptibleClasses, cfg.PreemptibleClasses) ||
+		!reflect.DeepEqual(s.ledgerCfg.GPUMemory, cfg.GPUMemory) {
 		s.ledger.SetConfig(cfg)
 		s.ledgerCfg = cfg
 	}

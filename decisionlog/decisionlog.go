@@ -6,7 +6,11 @@
 // "logger":"decision". Clean allowed decisions may be sampled; denials,
 // errors, warned or dry-run violations and shadow differences are always
 // written. The submitted object is never written unless asked, and then
-// with environment values, arguments and annotation values redacted.
+// with environment values, arguments and annotation values redacted. Lines
+// are built from attributes of concrete types (no reflection) and, with a
+// queue, written by a goroutine of their own: when the queue is full an
+// allowed decision's line is dropped and counted, a denial's or an error's
+// is written by the caller, never dropped.
 package decisionlog
 
 import (
@@ -14,10 +18,16 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/internal/jsonenc"
 )
 
 // Name is the value of the "logger" key on every decision line.
@@ -33,6 +43,13 @@ const (
 	ResultError   = "error"
 )
 
+var droppedLines = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "mandate_decision_log_dropped_total",
+	Help: "Decision log lines of allowed decisions dropped because the decision log's queue was full; denials and errors are never dropped.",
+})
+
+func init() { metrics.Registry.MustRegister(droppedLines) }
+
 // Options configure a Logger.
 type Options struct {
 	// Enabled writes decision lines; New returns nil (which logs nothing)
@@ -43,7 +60,17 @@ type Options struct {
 	SampleRate float64
 	// IncludeObject adds the submitted object, redacted (see Redact).
 	IncludeObject bool
+	// Queue is how many lines may wait for the writer goroutine; 0 writes
+	// each line in the caller. When it is full, an allowed decision's line
+	// is dropped (counted by Dropped and mandate_decision_log_dropped_total)
+	// and any other line is written by the caller.
+	Queue int
 }
+
+// DefaultQueue is the queue `serve` writes decision lines through: a few
+// seconds of decisions at full speed, so a slow log pipe delays no
+// admission.
+const DefaultQueue = 4096
 
 // DefaultOptions are the decisionLog.* defaults: every decision, without
 // objects.
@@ -55,19 +82,71 @@ func DefaultOptions() Options {
 // Logger writes decision lines. A nil *Logger writes nothing. Safe for
 // concurrent use.
 type Logger struct {
-	log  *slog.Logger
-	opts Options
+	handler slog.Handler
+	opts    Options
+	// queue, with Options.Queue, carries lines to the writer goroutine,
+	// which closes done when Close has closed queue and it has written
+	// what was left.
+	queue   chan slog.Record
+	done    chan struct{}
+	mu      sync.RWMutex // held to send on queue; Close takes it to close queue
+	closed  bool
+	dropped atomic.Uint64
 }
 
 // New returns a Logger writing through h; nil when o.Enabled is false.
+// With o.Queue it starts the goroutine that writes the queued lines: Close
+// stops it.
 func New(h slog.Handler, o Options) (*Logger, error) {
 	if o.SampleRate < 0 || o.SampleRate > 1 {
 		return nil, fmt.Errorf("decision log sample rate %v is out of range (0..1)", o.SampleRate)
 	}
+	if o.Queue < 0 {
+		return nil, fmt.Errorf("decision log queue %d is negative", o.Queue)
+	}
 	if !o.Enabled {
 		return nil, nil
 	}
-	return &Logger{log: slog.New(h).With("logger", Name), opts: o}, nil
+	l := &Logger{handler: h.WithAttrs([]slog.Attr{slog.String("logger", Name)}), opts: o}
+	if o.Queue > 0 {
+		l.queue, l.done = make(chan slog.Record, o.Queue), make(chan struct{})
+		go l.write()
+	}
+	return l, nil
+}
+
+// write writes the queued lines until Close.
+func (l *Logger) write() {
+	defer close(l.done)
+	for r := range l.queue {
+		// A line that cannot be written has nowhere else to go; the
+		// handler's writer reports its own errors.
+		_ = l.handler.Handle(context.Background(), r)
+	}
+}
+
+// Close writes the lines still queued and stops the writer goroutine;
+// later lines are written by their callers. Safe to call more than once.
+func (l *Logger) Close() {
+	if l == nil || l.queue == nil {
+		return
+	}
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.queue)
+	}
+	l.mu.Unlock()
+	<-l.done
+}
+
+// Dropped is how many allowed decisions' lines this Logger dropped because
+// its queue was full.
+func (l *Logger) Dropped() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.dropped.Load()
 }
 
 // Entry is one decision as the webhook saw it.
@@ -135,28 +214,96 @@ func (l *Logger) Log(ctx context.Context, e *Entry) bool {
 		}
 		sampled = true
 	}
-	l.log.LogAttrs(ctx, slog.LevelInfo, Message, l.attrs(e, sampled)...)
+	if !l.handler.Enabled(ctx, slog.LevelInfo) {
+		return false
+	}
+	// No caller's PC: the line says where it comes from ("logger").
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, Message, 0)
+	r.AddAttrs(l.attrs(e, sampled)...)
+	if l.enqueue(r, e.Result() == ResultAllowed) {
+		return true
+	}
+	// Synchronous, or a line that is never dropped and found no room.
+	_ = l.handler.Handle(context.WithoutCancel(ctx), r)
 	return true
 }
 
-// violation is a violation as logged.
-type violation struct {
-	Code        string `json:"code"`
-	Dimension   string `json:"dimension"`
-	Enforcement string `json:"enforcement"`
-	Message     string `json:"message"`
+// enqueue hands r to the writer goroutine; false when r is to be written
+// by the caller: there is no queue, it is closed, or it is full and r may
+// not be dropped. A droppable line that finds the queue full is counted
+// and dropped (enqueue then reports true: the line is done with).
+func (l *Logger) enqueue(r slog.Record, droppable bool) bool {
+	if l.queue == nil {
+		return false
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return false
+	}
+	select {
+	case l.queue <- r:
+		return true
+	default:
+	}
+	if !droppable {
+		return false
+	}
+	l.dropped.Add(1)
+	droppedLines.Inc()
+	return true
 }
 
-func violations(vs []evaluator.Violation, enforcement string) []violation {
-	out := make([]violation, len(vs))
-	for i, v := range vs {
+// violations are violations as logged: a JSON array of objects with code,
+// dimension, enforcement (the default one when a violation has none) and
+// message, encoded by hand.
+type violations struct {
+	list        []evaluator.Violation
+	enforcement string
+}
+
+// MarshalJSON implements json.Marshaler.
+func (vs violations) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64+128*len(vs.list))
+	b = append(b, '[')
+	for i, v := range vs.list {
+		if i > 0 {
+			b = append(b, ',')
+		}
 		e := v.Enforcement
 		if e == "" {
-			e = enforcement
+			e = vs.enforcement
 		}
-		out[i] = violation{Code: v.Code, Dimension: string(v.Dimension), Enforcement: e, Message: v.Message}
+		b = append(b, `{"code":`...)
+		b = jsonenc.AppendString(b, v.Code)
+		b = append(b, `,"dimension":`...)
+		b = jsonenc.AppendString(b, string(v.Dimension))
+		b = append(b, `,"enforcement":`...)
+		b = jsonenc.AppendString(b, e)
+		b = append(b, `,"message":`...)
+		b = jsonenc.AppendString(b, v.Message)
+		b = append(b, '}')
 	}
-	return out
+	return append(b, ']'), nil
+}
+
+// stringList is a JSON array of strings, encoded by hand.
+type stringList []string
+
+// MarshalJSON implements json.Marshaler.
+func (ss stringList) MarshalJSON() ([]byte, error) {
+	n := 2
+	for _, s := range ss {
+		n += len(s) + 3
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, s)
+	}
+	return append(b, ']'), nil
 }
 
 func (l *Logger) attrs(e *Entry, sampled bool) []slog.Attr {
@@ -182,16 +329,16 @@ func (l *Logger) attrs(e *Entry, sampled bool) []slog.Attr {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	} else {
-		attrs = append(attrs, slog.Any("violations", violations(d.Violations, evaluator.EnforceDeny)))
+		attrs = append(attrs, slog.Any("violations", violations{d.Violations, evaluator.EnforceDeny}))
 	}
 	if len(d.Warned) > 0 {
-		attrs = append(attrs, slog.Any("warned", violations(d.Warned, evaluator.EnforceWarn)))
+		attrs = append(attrs, slog.Any("warned", violations{d.Warned, evaluator.EnforceWarn}))
 	}
 	if len(d.DryRun) > 0 {
-		attrs = append(attrs, slog.Any("dryrunViolations", violations(d.DryRun, evaluator.EnforceDryRun)))
+		attrs = append(attrs, slog.Any("dryrunViolations", violations{d.DryRun, evaluator.EnforceDryRun}))
 	}
 	if len(d.Warnings) > 0 {
-		attrs = append(attrs, slog.Any("warnings", d.Warnings))
+		attrs = append(attrs, slog.Any("warnings", stringList(d.Warnings)))
 	}
 	if result == ResultAllowed {
 		dir := d.Directives
@@ -217,7 +364,7 @@ func (l *Logger) attrs(e *Entry, sampled bool) []slog.Attr {
 			slog.String("revision", s.Revision),
 			slog.String("id", s.Decision.ID),
 			slog.String("result", shadowResult),
-			slog.Any("differences", diffs),
+			slog.Any("differences", stringList(diffs)),
 		))
 	}
 	if sampled {

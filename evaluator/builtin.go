@@ -71,7 +71,8 @@ var placementDecl = &rego.Function{
 		"Deterministic for a given snapshot.",
 	Decl: types.NewFunction(
 		types.Args(types.Named("request", placementRequestType).
-			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel; cluster is read only by `mandate opa test`")),
+			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel, gpuShareMilli (KAI-shared pods: "+
+				"the thousandths of each device a pod takes; they pack onto shared devices of one node); cluster is read only by `mandate opa test`")),
 		types.Named("result", placementResultType).
 			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal, "+
 				"shortfall (when no domain has room for one pod: level, domains considered, freest domain, its free GPUs and most on one node)"),

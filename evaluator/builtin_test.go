@@ -2,6 +2,7 @@ package evaluator_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -60,4 +61,33 @@ func TestPlacementBuiltin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPlacementBuiltinSharedPods: gpuShareMilli packs a gang's pods onto
+// shared devices (16 quarter-GPU pods on one node's 4 free GPUs), and a
+// fixture's sharedMilli occupies ceil(milli/1000) devices.
+func TestPlacementBuiltinSharedPods(t *testing.T) {
+	evaluator.RegisterTestBuiltins()
+	t.Cleanup(evaluator.UseProductionBuiltins)
+	const cluster = `{"levels": [{"name": "node", "nodeLabel": "kubernetes.io/hostname"}],
+		"nodes": [{"name": "a", "allocatable": {"nvidia.com/gpu": 8}, "used": {"nvidia.com/gpu": 3}, "sharedMilli": {"nvidia.com/gpu": 750}}]}`
+	place := func(extra string) map[string]any {
+		t.Helper()
+		got, defined, err := query(t, context.Background(), `mandate.placement({"pods": 16, "gpusPerPod": 1, "resource": "nvidia.com/gpu", "requiredLevel": "node", "cluster": `+cluster+extra+`})`)
+		require.NoError(t, err)
+		require.True(t, defined)
+		return got.(map[string]any)
+	}
+	whole := place("")
+	require.Equal(t, false, whole["fitsNow"], "16 pods on a device each do not fit 4 free GPUs")
+	shared := place(`, "gpuShareMilli": 250`)
+	require.Equal(t, true, shared["fitsNow"])
+	require.Equal(t, "a", shared["domain"])
+	require.Equal(t, map[string]any{"domain": "a", "level": "node", "podSlots": json.Number("16"), "gpus": json.Number("4")}, shared["bestNow"])
+	require.Equal(t, json.Number("0"), shared["freeAfter"])
+
+	_, _, err := query(t, context.Background(), `mandate.placement({"pods": 1, "gpusPerPod": 1, "resource": "nvidia.com/gpu", "gpuShareMilli": 2000, "cluster": `+cluster+`})`)
+	require.ErrorContains(t, err, "gpuShareMilli is 2000")
+	_, _, err = query(t, context.Background(), `mandate.placement({"pods": 1, "gpusPerPod": 1, "resource": "nvidia.com/gpu", "gpuShareMilli": 0.25, "cluster": `+cluster+`})`)
+	require.ErrorContains(t, err, "request.gpuShareMilli must be a whole number")
 }

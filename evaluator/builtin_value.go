@@ -19,6 +19,9 @@ func placementRequest(obj ast.Object) (topology.Request, error) {
 	if r.GPUsPerPod, err = intField(obj, "gpusPerPod", true); err != nil {
 		return r, err
 	}
+	if r.GPUShareMilli, err = intFieldTerm(obj, gpuShareMilliKey, "gpuShareMilli"); err != nil {
+		return r, err
+	}
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -35,6 +38,20 @@ func placementRequest(obj ast.Object) (topology.Request, error) {
 	return r, nil
 }
 
+// gpuShareMilliKey is the optional gpuShareMilli key, made once: it is
+// read on every admission.
+var gpuShareMilliKey = ast.StringTerm("gpuShareMilli")
+
+// intFieldTerm reads the optional number under key (named name), 0 when
+// absent.
+func intFieldTerm(obj ast.Object, key *ast.Term, name string) (int, error) {
+	t := obj.Get(key)
+	if t == nil {
+		return 0, nil
+	}
+	return intValue(t, name)
+}
+
 func intField(obj ast.Object, name string, required bool) (int, error) {
 	t := obj.Get(ast.InternedTerm(name))
 	if t == nil {
@@ -43,6 +60,10 @@ func intField(obj ast.Object, name string, required bool) (int, error) {
 		}
 		return 0, nil
 	}
+	return intValue(t, name)
+}
+
+func intValue(t *ast.Term, name string) (int, error) {
 	n, ok := t.Value.(ast.Number)
 	if !ok {
 		return 0, fmt.Errorf("request.%s must be a number, got %s", name, ast.ValueName(t.Value))

@@ -62,6 +62,9 @@ type Evaluator struct {
 	revision  string
 	model     model.Model
 	data      map[string]any
+	// withObject: some rule may read input.object (readsObject); without
+	// one the raw object is left out of the input.
+	withObject bool
 }
 
 // New compiles the policy and prepares the decision query.
@@ -78,6 +81,11 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	m, err := model.FromData(p.Data)
 	if err != nil {
 		return nil, err
+	}
+	// Before compiling, which moves input into local variables.
+	withObject, err := readsObjectIn(p.Modules, opts.Query, opts.ExplainQuery)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read the queries (revision %q): %w", p.Revision, err)
 	}
 	// The modules are compiled once; both queries are prepared on the
 	// compiled result.
@@ -99,7 +107,8 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	default:
 		return nil, fmt.Errorf("enforcement override %q: want %q, %q or none", opts.EnforcementOverride, EnforceDryRun, EnforceWarn)
 	}
-	e := &Evaluator{timeout: opts.Timeout, override: opts.EnforcementOverride, revision: p.Revision, model: m, data: p.Data}
+	e := &Evaluator{timeout: opts.Timeout, override: opts.EnforcementOverride, revision: p.Revision, model: m, data: p.Data,
+		withObject: withObject}
 	if e.query, err = prepare(opts.Query); err != nil {
 		return nil, err
 	}
@@ -127,6 +136,9 @@ func (e *Evaluator) Data() map[string]any { return e.data }
 
 // Decide evaluates the authority model for one workload.
 func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
+	if !e.withObject {
+		in.Object = nil
+	}
 	value, err := in.value()
 	if err != nil {
 		return Decision{}, err

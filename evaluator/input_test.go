@@ -35,7 +35,7 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		Workload: workload.Workload{
 			Kind: "PyTorchJob", APIVersion: "kubeflow.org/v1", Name: "j", Namespace: "ns", Tenant: "t",
 			Class: workload.ClassTraining, Pods: 4, MinPods: 2, GPUsPerPod: 8, TotalGPUs: 32, TotalMilliGPUs: 32000,
-			GPUResource: "nvidia.com/gpu", GPUFraction: 0.5, GPUMemoryMiB: 4096, GPUProduct: "H100", PriorityClass: "train",
+			GPUResource: "nvidia.com/gpu", GPUFraction: 0.5, GPUMemoryMiB: 4096, GPUShareMilli: 500, GPUProduct: "H100", PriorityClass: "train",
 			Topology: workload.TopologyRequest{Required: "block", Preferred: "clique"}, Scheduler: "volcano",
 			Roles:        []workload.Role{{Name: "Master", Replicas: 1, GPUsPerPod: 8}, {Name: "Worker", Replicas: 3, GPUsPerPod: 8}},
 			Owner:        &workload.Owner{APIVersion: "batch/v1", Kind: "Job", Name: "o", UID: "u"},

@@ -23,6 +23,7 @@ func init() {
 		"topology", "required", "preferred", "scheduler", "roles", "replicas",
 		"annotations", "gpuFraction", "gpuMemoryMiB", "generateName", "owner", "uid",
 		"requestedPreemptible", "requestedPreemptibleBy", "schedulerKeys", "key", "asks", "value", "totalMilliGPUs",
+		"gpuShareMilli",
 		"usage", "total", "nonPreemptible", "object",
 	)
 }
@@ -105,6 +106,9 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 	}
 	if w.GPUMemoryMiB != 0 {
 		items = append(items, ast.Item(str("gpuMemoryMiB"), ast.InternedTerm(w.GPUMemoryMiB)))
+	}
+	if w.GPUShareMilli != 0 {
+		items = append(items, ast.Item(str("gpuShareMilli"), num(w.GPUShareMilli)))
 	}
 	if w.GenerateName != "" {
 		items = append(items, ast.Item(str("generateName"), str(w.GenerateName)))

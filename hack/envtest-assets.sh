@@ -7,6 +7,10 @@
 #                            kubectl lines run in test/readme)
 #   etcd                     from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
 #   helm                     from hack/tools/helm  (helm.sh/helm/v3)
+#   kueue                    from hack/tools/kueue (sigs.k8s.io/kueue/cmd/kueue,
+#                            Kueue's controller manager, with the webhook
+#                            manifests of the same module beside it as
+#                            kueue-webhooks.yaml; test/envtest/kueue.go runs it)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
 # module into crds/cert-manager/, Kueue's out of sigs.k8s.io/kueue into
 # crds/kueue/, and the governed workload kinds' (JobSet, LeaderWorkerSet,
@@ -27,14 +31,14 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
 # verifies the module against the checksum database.
 CERT_MANAGER_VERSION=v1.21.2
 # The Kueue whose CRDs `mandate sync` writes against (served at this exact
-# version only).
+# version only); hack/tools/kueue must require the same version.
 KUEUE_VERSION=v0.19.2
 # The workload kinds Mandate governs beyond core and Volcano: their CRDs,
 # served at these exact versions only.
@@ -59,9 +63,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -71,7 +75,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -193,6 +197,37 @@ build_helm() {
 	write_stamp helm "$stamp"
 }
 
+# build_kueue: Kueue's controller manager, stamped as Kueue's Makefile does,
+# and the webhook configurations Kueue installs (config/components/webhook,
+# before kustomize names them), which the tests register for it.
+build_kueue() {
+	local mod="$tools_dir/kueue" version dir
+	version=$(module_version "$mod" sigs.k8s.io/kueue)
+	[ "$version" = "$KUEUE_VERSION" ] ||
+		die "hack/tools/kueue requires sigs.k8s.io/kueue $version, not KUEUE_VERSION=$KUEUE_VERSION: keep them equal"
+	local stamp="kueue $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date kueue "$stamp" "$out_dir/kueue" "$out_dir/kueue-webhooks.yaml"; then
+		log "kueue $version is up to date"
+		return
+	fi
+	# Inside the tools module, so the download is checked against its go.sum.
+	local json commit
+	json=$(go -C "$mod" mod download -json "sigs.k8s.io/kueue@$version") ||
+		die "unable to download sigs.k8s.io/kueue@$version: $json"
+	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+	[ -n "$dir" ] && [ -f "$dir/config/components/webhook/manifests.yaml" ] ||
+		die "sigs.k8s.io/kueue@$version has no config/components/webhook/manifests.yaml"
+	# The tag's commit, when the proxy reports where the version came from.
+	commit=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",\{0,1\}$/\1/p')
+	local ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
+	[ -z "$commit" ] || ldflags+=" -X sigs.k8s.io/kueue/pkg/version.GitCommit=$commit"
+	go_build kueue "$mod" sigs.k8s.io/kueue/cmd/kueue "$ldflags"
+	cp "$dir/config/components/webhook/manifests.yaml" "$out_dir/.kueue-webhooks.yaml.tmp"
+	chmod u+w "$out_dir/.kueue-webhooks.yaml.tmp" # the module cache is read-only
+	mv -f "$out_dir/.kueue-webhooks.yaml.tmp" "$out_dir/kueue-webhooks.yaml"
+	write_stamp kueue "$stamp"
+}
+
 # copy_module_crds <asset> <module> <version> <folder in the module> <dest> [glob]:
 # copies the files matching glob (default *.yaml) of a folder of a Go module
 # (downloaded from the proxy and verified against the checksum database)
@@ -234,6 +269,7 @@ for asset in "${assets[@]}"; do
 	kube-apiserver | kube-controller-manager | kubectl) build_kubernetes "$asset" ;;
 	etcd) build_etcd ;;
 	helm) build_helm ;;
+	kueue) build_kueue ;;
 	cert-manager-crds)
 		copy_module_crds cert-manager-crds github.com/cert-manager/cert-manager "$CERT_MANAGER_VERSION" \
 			deploy/crds "$out_dir/crds/cert-manager"

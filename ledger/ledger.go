@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -32,6 +33,8 @@ type Config struct {
 	Parents map[string]string
 	// PreemptibleClasses says which priority classes are preemptible tiers.
 	PreemptibleClasses map[string]bool
+	// GPUMemory maps a KAI gpu-memory pod to its share of a device.
+	GPUMemory topology.GPUMemory
 }
 
 type podEntry struct {
@@ -48,6 +51,8 @@ type podEntry struct {
 	explicit int8
 	// owner is the UID of the pod's controller, "" for none.
 	owner string
+	// share is what a KAI-shared pod takes, counted in gpus.
+	share topology.Share
 }
 
 // attribution is what a pod consumes of reservations: its GPUs, under each
@@ -112,6 +117,11 @@ func (l *Ledger) SetConfig(cfg Config) {
 	defer l.mu.Unlock()
 	l.cfg = cfg
 	l.rolled = map[string]map[string]Usage{}
+	for key, e := range l.pods {
+		if e.share.MemMiB > 0 {
+			l.pods[key] = remapMemory(e, cfg.GPUMemory)
+		}
+	}
 	for _, e := range l.pods {
 		l.apply(l.nsTenant[e.namespace], e, +1)
 	}
@@ -155,12 +165,15 @@ func (l *Ledger) setTenant(ns, tenant string) {
 // under, so they count once.
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	key := pod.Namespace + "/" + pod.Name
-	gpus := podDemand(pod)
+	l.mu.RLock()
+	mem := l.cfg.GPUMemory
+	l.mu.RUnlock()
+	gpus, share := podDemand(pod, mem)
 	var next podEntry
 	counted := false
 	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
-			product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName}
+			product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName, share: share}
 		if c := GangOwnerOf(pod); c != nil {
 			next.owner = c.UID
 		}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,51 +14,45 @@ import (
 // exactly in thousandths of a device: SharedKey("nvidia.com/gpu") holds
 // 250 per quarter-GPU pod. Usage folds it into the device resource,
 // rounded up once per tenant, so 16 quarter-GPU pods use 4 GPUs.
-const MilliSuffix = "@milli"
+const MilliSuffix = topology.SharedSuffix
 
 // SharedKey is the ledger key of shared demand for resource, in milli-GPUs.
-func SharedKey(resource string) string { return resource + MilliSuffix }
+func SharedKey(resource string) string { return topology.SharedKey(resource) }
 
 // podDemand is what a pod counts: its GPU extended resources as the
 // scheduler computes them, plus its KAI-shared share in milli-GPUs (a
-// gpu-fraction times its devices; a gpu-memory slice as the whole device
-// it occupies).
-func podDemand(pod *corev1.Pod) map[string]int {
-	gpus := topology.PodGPURequests(pod)
-	if milli := sharedMilli(pod.Annotations); milli > 0 {
+// gpu-fraction times its devices; a gpu-memory slice as its memory's share
+// of the device memory mem gives for the product the pod asks for, as
+// admission counted it, else as the whole device it occupies). share is
+// what the pod shares, zero when nothing.
+func podDemand(pod *corev1.Pod, mem topology.GPUMemory) (gpus map[string]int, share topology.Share) {
+	gpus = topology.PodGPURequests(pod)
+	share, ok := topology.PodShare(pod.Annotations, workload.PodProduct(&pod.Spec), mem)
+	if ok {
 		if gpus == nil {
 			gpus = map[string]int{}
 		}
-		gpus[SharedKey("nvidia.com/gpu")] += milli
+		gpus[SharedKey(topology.SharedResource)] += share.Total()
 	}
-	return gpus
+	return gpus, share
 }
 
-// sharedMilli reads KAI's sharing annotations as the normaliser does
-// (workload.withSharing validated them at admission); 0 when the pod
-// shares no GPU or the annotations do not parse.
-func sharedMilli(ann map[string]string) int {
-	devices := 1
-	if v, ok := ann[workload.AnnotationGPUFractionDevices]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > workload.MaxGPUsPerPod {
-			return 0
-		}
-		devices = n
+// remapMemory counts a gpu-memory pod's share again under mem (a new
+// authority model), as its memory's share of the device memory of the
+// product it asks for.
+func remapMemory(e podEntry, mem topology.GPUMemory) podEntry {
+	next := e.share
+	next.Milli = 1000
+	if dev, ok := mem.DeviceMiB(topology.SharedResource, e.product); ok {
+		next.Milli = topology.MemoryMilli(next.MemMiB, dev)
 	}
-	if v := ann[workload.AnnotationGPUFraction]; v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f < 1) {
-			return 0
-		}
-		return int(workload.FractionMilli(f)) * devices
+	gpus := make(map[string]int, len(e.gpus))
+	for r, n := range e.gpus {
+		gpus[r] = n
 	}
-	if v := ann[workload.AnnotationGPUMemory]; v != "" {
-		if m, err := strconv.ParseInt(v, 10, 64); err == nil && m > 0 {
-			return 1000 * devices
-		}
-	}
-	return 0
+	gpus[SharedKey(topology.SharedResource)] += next.Total() - e.share.Total()
+	e.gpus, e.share = gpus, next
+	return e
 }
 
 // fold moves shared milli-GPU usage into its device resource, rounded up

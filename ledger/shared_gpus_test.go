@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -53,4 +54,44 @@ func TestFractionalReservationShrinksAsPodsAppear(t *testing.T) {
 	}
 	require.Equal(t, 0, l.Reservations())
 	require.NotContains(t, l.Usage("product")["product"], SharedKey("nvidia.com/gpu"), "milli-GPUs are folded out of usage")
+}
+
+// memoryPod is a KAI pod asking for mib of one GPU's memory.
+func memoryPod(namespace, name string, mib string) *corev1.Pod {
+	pod := gpuPod(namespace, name, "build", 0, corev1.PodRunning, nil)
+	pod.Annotations = map[string]string{workload.AnnotationGPUMemory: mib}
+	return pod
+}
+
+// TestMemoryPodsCountTheirShare: with the model's device memory, 16 pods
+// of 20 GiB on 80 GiB GPUs use 4 GPUs, as admission reserved them (a
+// product's entry for a pod pinned to it); without it each uses a whole
+// device; a new model with a mapping recounts the running pods.
+func TestMemoryPodsCountTheirShare(t *testing.T) {
+	mem := topology.GPUMemory{"nvidia.com/gpu": {Default: 81920, Products: map[string]int64{"NVIDIA-A100-SXM4-40GB": 40960}}}
+	cfg := testConfig
+	cfg.GPUMemory = mem
+	l := New(cfg)
+	l.UpsertNamespace(ns("p", "product"))
+	for i := range 16 {
+		l.UpsertPod(memoryPod("p", fmt.Sprintf("m%d", i), "20480"))
+	}
+	require.Equal(t, 4, l.Usage("product")["product"]["nvidia.com/gpu"].Total)
+	a100 := memoryPod("p", "a100", "20480")
+	a100.Spec.NodeSelector = map[string]string{workload.LabelProduct: "NVIDIA-A100-SXM4-40GB"}
+	l.UpsertPod(a100)
+	require.Equal(t, 5, l.Usage("product")["product"]["nvidia.com/gpu"].Total, "4000 + 500 milli")
+
+	unmapped := New(testConfig)
+	unmapped.UpsertNamespace(ns("p", "product"))
+	for i := range 16 {
+		unmapped.UpsertPod(memoryPod("p", fmt.Sprintf("m%d", i), "20480"))
+	}
+	require.Equal(t, 16, unmapped.Usage("product")["product"]["nvidia.com/gpu"].Total, "unmapped: a whole device each")
+	unmapped.SetConfig(cfg)
+	require.Equal(t, 4, unmapped.Usage("product")["product"]["nvidia.com/gpu"].Total, "a new model maps the running pods")
+	unmapped.SetConfig(testConfig)
+	require.Equal(t, 16, unmapped.Usage("product")["product"]["nvidia.com/gpu"].Total)
+	unmapped.DeletePod("p", "m0")
+	require.Equal(t, 15, unmapped.Usage("product")["product"]["nvidia.com/gpu"].Total)
 }

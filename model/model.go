@@ -45,6 +45,9 @@ type Model struct {
 	// DeviceClasses maps DRA DeviceClass names to the quota resource a
 	// device of the class counts as (see DeviceResource).
 	DeviceClasses map[string]string `json:"deviceClasses"`
+	// GPUMemoryMiB is each GPU resource's device memory: a KAI gpu-memory
+	// pod counts, and is placed, as its memory's share of a device.
+	GPUMemoryMiB topology.GPUMemory `json:"gpuMemoryMiB"`
 }
 
 // DefaultDeviceClasses are the DRA DeviceClasses counted as GPUs without
@@ -79,7 +82,7 @@ type Health struct {
 }
 
 // TopologyConfig is the cluster-model configuration the authority model
-// implies: its levels and its health rules.
+// implies: its levels, its health rules and its GPU device memory.
 func (m Model) TopologyConfig() topology.Config {
 	h := m.Topology.Health
 	return topology.Config{
@@ -87,6 +90,7 @@ func (m Model) TopologyConfig() topology.Config {
 		UnhealthyLabel:      h.Label,
 		UnhealthyValues:     slices.Clone(h.UnhealthyValues),
 		UnhealthyConditions: slices.Clone(h.Conditions),
+		GPUMemoryMiB:        m.GPUMemoryMiB,
 	}
 }
 

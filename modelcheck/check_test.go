@@ -270,6 +270,31 @@ var cases = []struct {
 		wantMsg:   `DeviceClass gpu.nvidia.com counts as "cpu", which is not a GPU resource`,
 	},
 	{
+		name: "device memory of zero MiB",
+		edit: func(m map[string]any) {
+			m["gpuMemoryMiB"] = map[string]any{"nvidia.com/gpu": map[string]any{"products": map[string]any{"NVIDIA-H100-80GB-HBM3": 0}}}
+		},
+		wantPath:  `gpuMemoryMiB["nvidia.com/gpu"].products.NVIDIA-H100-80GB-HBM3`,
+		wantCheck: "schema",
+		wantMsg:   "",
+	},
+	{
+		name: "device memory of a MIG profile",
+		edit: func(m map[string]any) {
+			m["gpuMemoryMiB"] = map[string]any{"nvidia.com/mig-1g.10gb": map[string]any{"default": 10240}}
+		},
+		wantPath:  `gpuMemoryMiB["nvidia.com/mig-1g.10gb"]`,
+		wantCheck: "gpuMemory",
+		wantMsg:   "nvidia.com/mig-1g.10gb is a MIG profile: its slices are not shared by memory",
+	},
+	{
+		name:      "device memory of a resource that is no GPU",
+		edit:      func(m map[string]any) { m["gpuMemoryMiB"] = map[string]any{"memory": map[string]any{"default": 10240}} },
+		wantPath:  `gpuMemoryMiB.memory`,
+		wantCheck: "gpuMemory",
+		wantMsg:   `"memory" is not a GPU resource`,
+	},
+	{
 		name:      "unknown scheduler",
 		edit:      func(m map[string]any) { obj(m, "tenants", "research")["scheduler"] = "slurm" },
 		wantPath:  "tenants.research.scheduler",

@@ -14,6 +14,7 @@ var checks = []struct {
 	{"topology", checkTopology},
 	{"enforcement", checkEnforcement},
 	{"deviceClasses", checkDeviceClasses},
+	{"gpuMemory", checkGPUMemory},
 }
 
 // CheckNames names the semantic checks, as Problem.Check names them; the

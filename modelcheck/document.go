@@ -29,6 +29,7 @@ type document struct {
 	} `json:"topology"`
 	Enforcement   map[string]string `json:"enforcement"`
 	DeviceClasses map[string]string `json:"deviceClasses"`
+	GPUMemoryMiB  map[string]any    `json:"gpuMemoryMiB"`
 }
 
 type tenant struct {

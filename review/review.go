@@ -158,6 +158,8 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	if decider == nil {
 		return Result{}, evaluator.Input{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
 	}
+	// A gpu-memory workload counts its memory's share of a device.
+	w.Notes = append(w.Notes, mapGPUMemory(&w, decider)...)
 	var claimWarnings []string
 	if len(w.Claims) > 0 {
 		var m model.Model

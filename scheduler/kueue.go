@@ -68,3 +68,23 @@ func (kueueAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d
 	}
 	return nil
 }
+
+// HoldForKueue suspends obj, a workload created for a tenant on Kueue,
+// through its kind's suspend field (workload.Kind.Suspend); false for a
+// kind without one. Kueue admits a workload by unsuspending it, and its own
+// Job webhook suspends only an object that already carries the queue-name
+// label when the webhook runs, which Mandate adds afterwards: without the
+// hold, a Job created unsuspended would start its pods before Kueue
+// admitted it, counted neither by Mandate (which leaves Kueue's workloads
+// to Kueue's quota) nor by Kueue. Only on CREATE: a later update carries
+// Kueue's own decision.
+func HoldForKueue(obj *unstructured.Unstructured) (bool, error) {
+	k, ok := workload.Lookup(obj.GroupVersionKind())
+	if !ok || len(k.Suspend) == 0 {
+		return false, nil
+	}
+	if err := unstructured.SetNestedField(obj.Object, true, k.Suspend...); err != nil {
+		return false, fmt.Errorf("unable to suspend %s %s/%s for Kueue: %w", k.Label, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return true, nil
+}

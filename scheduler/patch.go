@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -11,84 +10,168 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/internal/jsonenc"
 	"github.com/mandate-dev/mandate/workload"
 )
 
 // Patch returns the JSON patch (RFC 6902) that turns original into mutated,
-// as an AdmissionResponse carries it; empty when they are equal.
+// as an AdmissionResponse carries it; empty when they are equal. mutated is
+// Render's (and MarkReservation's) copy of original: the walk compares the
+// two decoded documents field by field, never encoding either, and emits
+// an operation only where an adapter wrote. The values of the operations
+// are mutated's own (shared, not copied).
 //
-// The order is deterministic (the diff library walks Go maps, whose order is
-// random): operations under different object fields commute and are sorted
-// by field name; inside an array, the operations that add or remove
-// elements keep the order their indexes need and come first, then those
-// inside elements, by index.
+// The order is deterministic: operations under different object fields are
+// sorted by field name; inside an array, the edits inside elements come
+// first, by index, then the elements added at its end (in order) or
+// removed from it (last first).
 func Patch(original, mutated *unstructured.Unstructured) ([]jsonpatch.JsonPatchOperation, error) {
-	a, err := json.Marshal(original.Object)
-	if err != nil {
-		return nil, fmt.Errorf("unable to encode the original object: %w", err)
+	if original == nil || mutated == nil {
+		return nil, fmt.Errorf("unable to patch: no object")
 	}
-	b, err := json.Marshal(mutated.Object)
-	if err != nil {
-		return nil, fmt.Errorf("unable to encode the mutated object: %w", err)
-	}
-	ops, err := jsonpatch.CreatePatch(a, b)
-	if err != nil {
-		return nil, fmt.Errorf("unable to diff the objects: %w", err)
-	}
-	type entry struct {
-		op     jsonpatch.JsonPatchOperation
-		tokens []string
-		pos    int
-	}
-	entries := make([]entry, len(ops))
-	for i, op := range ops {
-		entries[i] = entry{op: op, tokens: strings.Split(strings.TrimPrefix(op.Path, "/"), "/"), pos: i}
-	}
-	sort.Slice(entries, func(i, j int) bool {
-		return opLess(original.Object, entries[i].tokens, entries[j].tokens, entries[i].pos < entries[j].pos)
-	})
-	out := make([]jsonpatch.JsonPatchOperation, len(entries))
-	for i, e := range entries {
-		out[i] = e.op
-	}
-	return out, nil
+	return diff(nil, make([]byte, 0, 128), original.Object, mutated.Object), nil
 }
 
-// opLess orders two operations by their path tokens, walking doc (the
-// original) to know whether each token is an object field or an array
-// index; before says which came first from the diff, the tie-breaker where
-// order matters.
-func opLess(doc any, a, b []string, before bool) bool {
-	cur := doc
-	for i := 0; i < len(a) && i < len(b); i++ {
-		switch node := cur.(type) {
-		case map[string]any:
-			if a[i] != b[i] {
-				return a[i] < b[i]
+// EncodePatch encodes ops as an AdmissionResponse's patch carries them,
+// without reflection: what encoding/json writes of them, values' object
+// keys sorted.
+func EncodePatch(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+	b := make([]byte, 0, 96*len(ops)+2)
+	b = append(b, '[')
+	var err error
+	for i, op := range ops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"op":`...)
+		b = jsonenc.AppendString(b, op.Operation)
+		b = append(b, `,"path":`...)
+		b = jsonenc.AppendString(b, op.Path)
+		if op.Operation != "remove" {
+			b = append(b, `,"value":`...)
+			if b, err = jsonenc.AppendValue(b, op.Value); err != nil {
+				return nil, fmt.Errorf("unable to encode the patch of %s: %w", op.Path, err)
 			}
-			cur = node[unescapeToken(a[i])]
-		case []any:
-			aLeaf, bLeaf := i == len(a)-1, i == len(b)-1
-			if aLeaf || bLeaf {
-				if aLeaf && bLeaf {
-					return before // adds and removes: the diff's order
-				}
-				return aLeaf // element count changes before edits inside elements
-			}
-			na, errA := strconv.Atoi(a[i])
-			nb, errB := strconv.Atoi(b[i])
-			if errA != nil || errB != nil || na < 0 || na >= len(node) {
-				return before
-			}
-			if na != nb {
-				return na < nb
-			}
-			cur = node[na]
-		default:
-			return before
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// diff appends to ops the operations that turn a into b, both at the JSON
+// pointer path.
+func diff(ops []jsonpatch.JsonPatchOperation, path []byte, a, b any) []jsonpatch.JsonPatchOperation {
+	switch bv := b.(type) {
+	case map[string]any:
+		av, ok := a.(map[string]any)
+		if !ok {
+			break
+		}
+		return diffObject(ops, path, av, bv)
+	case []any:
+		av, ok := a.([]any)
+		if !ok {
+			break
+		}
+		n := min(len(av), len(bv))
+		for i := range n {
+			ops = diff(ops, strconv.AppendInt(append(path, '/'), int64(i), 10), av[i], bv[i])
+		}
+		for i := n; i < len(bv); i++ {
+			ops = append(ops, jsonpatch.NewOperation("add", string(strconv.AppendInt(append(path, '/'), int64(i), 10)), bv[i]))
+		}
+		for i := len(av) - 1; i >= n; i-- {
+			ops = append(ops, jsonpatch.NewOperation("remove", string(strconv.AppendInt(append(path, '/'), int64(i), 10)), nil))
+		}
+		return ops
+	default:
+		if sameScalar(a, b) {
+			return ops
 		}
 	}
-	return before
+	return append(ops, jsonpatch.NewOperation("replace", string(path), b))
+}
+
+// diffObject is diff for two objects: their fields in name order.
+func diffObject(ops []jsonpatch.JsonPatchOperation, path []byte, a, b map[string]any) []jsonpatch.JsonPatchOperation {
+	keys := make([]string, 0, len(b)+1)
+	for k := range b {
+		keys = append(keys, k)
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := appendToken(append(path, '/'), k)
+		av, inA := a[k]
+		bv, inB := b[k]
+		switch {
+		case !inB:
+			ops = append(ops, jsonpatch.NewOperation("remove", string(p), nil))
+		case !inA:
+			ops = append(ops, jsonpatch.NewOperation("add", string(p), bv))
+		default:
+			ops = diff(ops, p, av, bv)
+		}
+	}
+	return ops
+}
+
+// appendToken appends an object field's name as a JSON pointer token:
+// "~" as "~0", "/" as "~1".
+func appendToken(dst []byte, tok string) []byte {
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; c {
+		case '~':
+			dst = append(dst, '~', '0')
+		case '/':
+			dst = append(dst, '~', '1')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// sameScalar says whether two decoded JSON values that are not both
+// objects nor both arrays encode the same: numbers by value, whatever Go
+// type holds them (a decoder's float64 or int64, an adapter's int64).
+func sameScalar(a, b any) bool {
+	switch av := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	case map[string]any, []any:
+		return false
+	}
+	x, okA := number(a)
+	y, okB := number(b)
+	return okA && okB && x == y
+}
+
+// number is a decoded JSON number's value.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float32:
+		return float64(n), true
+	}
+	return 0, false
 }
 
 func unescapeToken(tok string) string {

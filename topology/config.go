@@ -32,6 +32,7 @@ func (c Config) WithDefaults() Config {
 		UnhealthyValues:     slices.Clone(c.UnhealthyValues),
 		UnhealthyConditions: slices.Clone(c.UnhealthyConditions),
 		ToleratedTaints:     slices.Clone(c.ToleratedTaints),
+		GPUMemoryMiB:        c.GPUMemoryMiB,
 	}
 	if out.ProductLabel == "" {
 		out.ProductLabel = DefaultProductLabel

@@ -26,7 +26,10 @@ type FixtureNode struct {
 	Labels      map[string]string `json:"labels"`
 	Allocatable map[string]int    `json:"allocatable"`
 	Used        map[string]int    `json:"used"`
-	Unhealthy   bool              `json:"unhealthy"`
+	// SharedMilli is the milli-GPUs KAI-shared pods take of a resource's
+	// devices on the node: they occupy ceil(SharedMilli/1000) devices.
+	SharedMilli map[string]int `json:"sharedMilli,omitempty"`
+	Unhealthy   bool           `json:"unhealthy"`
 }
 
 // FromFixture validates f and returns its snapshot. It rejects a fixture with
@@ -59,6 +62,9 @@ func FromFixture(f Fixture) (*Snapshot, error) {
 		if used == nil {
 			used = map[string]int{}
 		}
+		for r, v := range positive(n.SharedMilli) {
+			used[SharedKey(r)] = v
+		}
 		m.setNode(n.Name, info, used)
 	}
 	return m.Snapshot(), nil
@@ -79,7 +85,7 @@ func validateFixtureNode(n FixtureNode) error {
 	for _, counts := range []struct {
 		field string
 		m     map[string]int
-	}{{"allocatable", n.Allocatable}, {"used", n.Used}} {
+	}{{"allocatable", n.Allocatable}, {"used", n.Used}, {"sharedMilli", n.SharedMilli}} {
 		for _, r := range slices.Sorted(maps.Keys(counts.m)) {
 			if !IsGPUResource(r) {
 				return fmt.Errorf("%s: %q is not a GPU resource (nvidia.com/gpu, nvidia.com/mig-*, amd.com/gpu)", counts.field, r)
@@ -92,6 +98,14 @@ func validateFixtureNode(n FixtureNode) error {
 	for _, r := range slices.Sorted(maps.Keys(n.Used)) {
 		if n.Used[r] > n.Allocatable[r] {
 			return fmt.Errorf("used[%s] is %d, more than allocatable %d", r, n.Used[r], n.Allocatable[r])
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(n.SharedMilli)) {
+		if r != SharedResource {
+			return fmt.Errorf("sharedMilli: %q is not %s, the resource KAI shares", r, SharedResource)
+		}
+		if devices := n.Used[r] + ceilDevices(n.SharedMilli[r]); devices > n.Allocatable[r] {
+			return fmt.Errorf("used[%s] and sharedMilli[%s] occupy %d devices, more than allocatable %d", r, r, devices, n.Allocatable[r])
 		}
 	}
 	return nil

@@ -56,6 +56,10 @@ type nodeState struct {
 type podState struct {
 	node string
 	req  map[string]int
+	// memMiB and devices are a KAI gpu-memory pod's request, kept so that
+	// its share is mapped again under a new Config (Reconfigure).
+	memMiB  int64
+	devices int
 }
 
 // NewModel returns an empty Model for cfg, after filling in its defaults and
@@ -111,14 +115,58 @@ func (m *Model) UpsertPod(pod *corev1.Pod) {
 		return
 	}
 	var next podState
-	if pod.Spec.NodeName != "" && !podTerminal(pod) {
+	bound := pod.Spec.NodeName != "" && !podTerminal(pod)
+	if bound {
 		if req := podGPURequests(pod); req != nil {
 			next = podState{node: pod.Spec.NodeName, req: req}
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if bound && next.req == nil {
+		next = m.sharedPod(pod)
+	}
 	m.setPod(pod.Namespace+"/"+pod.Name, next)
+}
+
+// sharedPod is what a bound KAI-shared pod takes: its milli-GPUs of the
+// shared resource on its node (see PodShare), zero when it shares none.
+// A gpu-memory pod's share is mapped with its node's product when the
+// node is known, else the product it asks for. The caller holds mu.
+func (m *Model) sharedPod(pod *corev1.Pod) podState {
+	if len(pod.Annotations) == 0 {
+		return podState{}
+	}
+	product := pod.Spec.NodeSelector[m.rules.productLabel]
+	if st := m.nodes[pod.Spec.NodeName]; st != nil && st.info != nil && st.info.product != "" {
+		product = st.info.product
+	}
+	share, ok := PodShare(pod.Annotations, product, m.rules.gpuMemory)
+	if !ok {
+		return podState{}
+	}
+	return podState{
+		node: pod.Spec.NodeName, req: map[string]int{sharedGPUKey: share.Total()},
+		memMiB: share.MemMiB, devices: share.Devices,
+	}
+}
+
+// remapMemory maps a gpu-memory pod's share again under m's Config (its
+// node's product). The caller holds mu.
+func (m *Model) remapMemory(st podState) podState {
+	if st.memMiB <= 0 {
+		return st
+	}
+	product := ""
+	if n := m.nodes[st.node]; n != nil && n.info != nil {
+		product = n.info.product
+	}
+	milli := 1000
+	if dev, ok := m.rules.gpuMemory.DeviceMiB(SharedResource, product); ok {
+		milli = MemoryMilli(st.memMiB, dev)
+	}
+	st.req = map[string]int{sharedGPUKey: st.devices * milli}
+	return st
 }
 
 // DeletePod removes a pod.
@@ -275,7 +323,7 @@ func (m *Model) Reconfigure(cfg Config, nodes []*corev1.Node) (*Model, error) {
 	next.mu.Lock()
 	defer next.mu.Unlock()
 	for key, st := range pods {
-		next.setPod(key, st)
+		next.setPod(key, next.remapMemory(st))
 	}
 	return next, nil
 }

@@ -47,6 +47,7 @@ type rules struct {
 	unhealthyValues     map[string]bool
 	unhealthyConditions map[corev1.NodeConditionType]bool
 	toleratedTaints     map[string]bool
+	gpuMemory           GPUMemory
 }
 
 func newRules(cfg Config) *rules {
@@ -57,6 +58,7 @@ func newRules(cfg Config) *rules {
 		unhealthyValues:     make(map[string]bool, len(cfg.UnhealthyValues)),
 		unhealthyConditions: make(map[corev1.NodeConditionType]bool, len(cfg.UnhealthyConditions)),
 		toleratedTaints:     make(map[string]bool, len(cfg.ToleratedTaints)),
+		gpuMemory:           cfg.GPUMemoryMiB,
 	}
 	for _, v := range cfg.UnhealthyValues {
 		r.unhealthyValues[v] = true

@@ -12,8 +12,11 @@ var ErrInvalidRequest = errors.New("invalid placement request")
 
 // query is a validated Request.
 type query struct {
-	pods, gpus int
-	agg        aggKey
+	// pods counts the groups of pods that share devices (the pods
+	// themselves when they take whole devices): perDevice pods share each
+	// of a group's gpus devices.
+	pods, gpus, perDevice int
+	agg                   aggKey
 	// required and preferred are level indexes; -1 is the whole cluster
 	// for required and "none" for preferred.
 	required, preferred int
@@ -24,6 +27,13 @@ type query struct {
 // GPUs of the wanted kind (the least stranded capacity), ties broken by the
 // smaller domain key. When PreferredLevel is set and a domain of it inside a
 // domain of RequiredLevel fits, the best of those is chosen instead.
+//
+// Pods that share devices (GPUShareMilli) are placed as groups of
+// 1000/GPUShareMilli pods on the same GPUsPerPod devices of one node: a
+// gang of 16 pods at 250 needs 4 free devices, and its pod slots count
+// 4 pods per device. This is exact for pods on one device each, and
+// errs on the safe side for pods spread over several
+// (gpu-fraction-num-devices), which could interleave more tightly.
 //
 // Resource "" means DefaultGPUResource; Product "" means any product. A gang
 // with GPUsPerPod 0 needs no GPU: it fits now and empty, with no domain, and
@@ -79,6 +89,9 @@ func (s *Snapshot) Place(req Request) (Result, error) {
 		chosen, _ = bestFit(v.free[q.required], q.gpus, q.pods, 0)
 		chosenLevel = s.levels[q.required].Name
 	}
+	// Slots of groups are slots of their pods.
+	res.Largest.PodSlots *= q.perDevice
+	res.BestNow.PodSlots *= q.perDevice
 	if chosen == nil {
 		return res, nil
 	}
@@ -112,7 +125,17 @@ func (s *Snapshot) validate(req Request) (query, error) {
 	if req.GPUsPerPod < 0 {
 		return fail("gpusPerPod is %d, want 0 or more", req.GPUsPerPod)
 	}
-	q := query{pods: req.Pods, gpus: req.GPUsPerPod, required: -1, preferred: -1}
+	if req.GPUShareMilli < 0 || req.GPUShareMilli > 1000 {
+		return fail("gpuShareMilli is %d, want 0 to 1000", req.GPUShareMilli)
+	}
+	q := query{pods: req.Pods, gpus: req.GPUsPerPod, perDevice: 1, required: -1, preferred: -1}
+	if req.GPUShareMilli > 0 {
+		// Pods of a fraction pack onto shared devices of one node:
+		// 1000/share of them per device, so k pods need ceil(k/that)
+		// groups of gpus devices.
+		q.perDevice = 1000 / req.GPUShareMilli
+		q.pods = (req.Pods + q.perDevice - 1) / q.perDevice
+	}
 	if req.RequiredLevel != "" {
 		i, ok := s.levelIdx[req.RequiredLevel]
 		if !ok {

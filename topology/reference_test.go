@@ -104,6 +104,12 @@ func randomFixture(rng *rand.Rand) topology.Fixture {
 			if rng.IntN(3) == 0 {
 				node.Used[r] = 0
 			}
+			if r == "nvidia.com/gpu" && rng.IntN(3) == 0 {
+				// KAI-shared pods on the devices left: up to all of them.
+				if left := a - node.Used[r]; left > 0 {
+					node.SharedMilli = map[string]int{r: rng.IntN(left*1000 + 1)}
+				}
+			}
 		}
 		f.Nodes = append(f.Nodes, node)
 	}
@@ -119,6 +125,10 @@ func randomRequest(rng *rand.Rand, levels []topology.Level) topology.Request {
 	}
 	if rng.IntN(25) == 0 {
 		req.GPUsPerPod = 0
+	}
+	if rng.IntN(5) == 0 {
+		// Shared pods, one device each: many pack onto a device.
+		req.GPUsPerPod, req.GPUShareMilli, req.Pods = 1, []int{250, 300, 334, 500, 999, 1000}[rng.IntN(6)], 1+rng.IntN(24)
 	}
 	if rng.IntN(4) == 0 {
 		req.Pods = 1
@@ -141,6 +151,9 @@ func randomRequest(rng *rand.Rand, levels []topology.Level) topology.Request {
 type refDomain struct {
 	key         string
 	free, alloc []int
+	// devFree and devAlloc are the devices behind free and alloc when
+	// those count slots of shared pods (several per device).
+	devFree, devAlloc int
 	// inRequired: every node has the required level's label.
 	inRequired bool
 }
@@ -161,8 +174,14 @@ func referencePlace(f topology.Fixture, req topology.Request) topology.Result {
 			continue
 		}
 		nodes = append(nodes, n)
-		res.ClusterFree += n.Allocatable[resource] - n.Used[resource]
+		res.ClusterFree += refFree(n, resource)
 		res.ClusterTotal += n.Allocatable[resource]
+	}
+	// Shared pods of one device each: a node's free device holds
+	// 1000/share of them, so a pod is one slot of that many per device.
+	perDevice := 1
+	if req.GPUShareMilli > 0 {
+		perDevice = 1000 / req.GPUShareMilli
 	}
 	requiredIdx := slices.IndexFunc(f.Levels, func(l topology.Level) bool { return l.Name == req.RequiredLevel })
 	required := refDomains(f.Levels, nodes, requiredIdx, -1, resource)
@@ -170,15 +189,32 @@ func referencePlace(f topology.Fixture, req topology.Request) topology.Result {
 		required = refDomains(nil, nodes, -1, -1, resource)
 	}
 	g, pods := req.GPUsPerPod, req.Pods
+	scale := func(ds []refDomain) []refDomain {
+		if perDevice == 1 {
+			return ds
+		}
+		out := make([]refDomain, len(ds))
+		for i, d := range ds {
+			out[i] = refDomain{key: d.key, inRequired: d.inRequired, devFree: sum(d.free), devAlloc: sum(d.alloc)}
+			for _, v := range d.free {
+				out[i].free = append(out[i].free, v*perDevice)
+			}
+			for _, v := range d.alloc {
+				out[i].alloc = append(out[i].alloc, v*perDevice)
+			}
+		}
+		return out
+	}
+	required = scale(required)
 	var largestSlots, bestNowSlots int
 	for _, d := range required {
 		if s := maxPods(d.alloc, g); s > largestSlots {
 			largestSlots = s
-			res.Largest = topology.DomainCapacity{Domain: d.key, Level: req.RequiredLevel, PodSlots: s, GPUs: sum(d.alloc)}
+			res.Largest = topology.DomainCapacity{Domain: d.key, Level: req.RequiredLevel, PodSlots: s, GPUs: d.gpus(d.alloc, d.devAlloc, perDevice)}
 		}
 		if s := maxPods(d.free, g); s > bestNowSlots {
 			bestNowSlots = s
-			res.BestNow = topology.DomainCapacity{Domain: d.key, Level: req.RequiredLevel, PodSlots: s, GPUs: sum(d.free)}
+			res.BestNow = topology.DomainCapacity{Domain: d.key, Level: req.RequiredLevel, PodSlots: s, GPUs: d.gpus(d.free, d.devFree, perDevice)}
 		}
 		res.FitsEmpty = res.FitsEmpty || canFit(d.alloc, g, pods)
 	}
@@ -190,7 +226,7 @@ func referencePlace(f topology.Fixture, req topology.Request) topology.Result {
 	if req.PreferredLevel != "" && req.PreferredLevel != req.RequiredLevel {
 		p := slices.IndexFunc(f.Levels, func(l topology.Level) bool { return l.Name == req.PreferredLevel })
 		var inside []refDomain
-		for _, d := range refDomains(f.Levels, nodes, p, requiredIdx, resource) {
+		for _, d := range scale(refDomains(f.Levels, nodes, p, requiredIdx, resource)) {
 			if d.inRequired {
 				inside = append(inside, d)
 			}
@@ -199,12 +235,30 @@ func referencePlace(f topology.Fixture, req topology.Request) topology.Result {
 			best, level = pb, req.PreferredLevel
 		}
 	}
-	free := sum(best.free)
+	free, need := sum(best.free), pods*g
+	if perDevice > 1 {
+		free, need = best.devFree, (pods+perDevice-1)/perDevice
+	}
 	res.FitsNow = true
 	res.Domain, res.Level = best.key, level
-	res.Score = float64(pods*g) / float64(free)
-	res.FreeAfter = free - pods*g
+	res.Score = float64(need) / float64(free)
+	res.FreeAfter = free - need
 	return res
+}
+
+// refFree is the node's free devices of resource: allocatable less those
+// pods use whole and those its shared pods occupy, packed.
+func refFree(n topology.FixtureNode, resource string) int {
+	return n.Allocatable[resource] - n.Used[resource] - (n.SharedMilli[resource]+999)/1000
+}
+
+// gpus is a domain's GPUs: the sum of counts, or devices when the counts
+// are shared-pod slots.
+func (d refDomain) gpus(counts []int, devices, perDevice int) int {
+	if perDevice > 1 {
+		return devices
+	}
+	return sum(counts)
 }
 
 // refBestFit is the fitting domain with the fewest free GPUs, then the
@@ -239,7 +293,7 @@ func refDomains(levels []topology.Level, nodes []topology.FixtureNode, level, re
 			byKey[key] = d
 			keys = append(keys, key)
 		}
-		d.free = append(d.free, n.Allocatable[resource]-n.Used[resource])
+		d.free = append(d.free, refFree(n, resource))
 		d.alloc = append(d.alloc, n.Allocatable[resource])
 		if required >= 0 {
 			if _, ok := refValue(levels[required], n); !ok {

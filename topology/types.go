@@ -39,6 +39,11 @@ type Config struct {
 	// GPU nodes with it and GPU pods tolerate it. An empty, non-nil list
 	// tolerates nothing.
 	ToleratedTaints []string `json:"toleratedTaints"`
+	// GPUMemoryMiB is each GPU resource's device memory, which maps a
+	// running KAI gpu-memory pod to the share of a device it takes (the
+	// authority model's gpuMemoryMiB); a pod it does not map takes whole
+	// devices.
+	GPUMemoryMiB GPUMemory `json:"gpuMemoryMiB,omitempty"`
 }
 
 // Request asks where a gang of Pods × GPUsPerPod of Resource (optionally of
@@ -53,6 +58,12 @@ type Request struct {
 	Product        string `json:"product"`
 	RequiredLevel  string `json:"requiredLevel"`
 	PreferredLevel string `json:"preferredLevel"`
+	// GPUShareMilli, from 1 to 999, makes the pods KAI-shared: each takes
+	// that many thousandths of each of its GPUsPerPod devices, and the pods
+	// of the gang pack onto shared devices, 1000/GPUShareMilli (rounded
+	// down) pods per device, on one node (a device belongs to one node).
+	// 0 (or 1000) means whole devices.
+	GPUShareMilli int `json:"gpuShareMilli,omitempty"`
 }
 
 // Result answers a Request. It is a pure function of the snapshot and the
@@ -95,7 +106,8 @@ type DomainCapacity struct {
 	Domain string `json:"domain"`
 	Level  string `json:"level"`
 	// PodSlots is how many pods of GPUsPerPod fit (sum over its nodes of
-	// floor(gpus/GPUsPerPod)).
+	// floor(gpus/GPUsPerPod)), times the pods that share a device when
+	// the request's GPUShareMilli packs several onto one.
 	PodSlots int `json:"podSlots"`
 	// GPUs of the wanted kind in the domain: allocatable for Largest, free
 	// for BestNow.

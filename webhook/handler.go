@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +22,7 @@ import (
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -56,24 +59,29 @@ var _ admission.Handler = (*Mutator)(nil)
 // Handle implements admission.Handler.
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	log := ctrl.LoggerFrom(ctx).WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+	// Built when a line is written, not on every request.
+	log := func() logr.Logger {
+		return ctrl.LoggerFrom(ctx).WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+	}
 	obj, resp, done := admit(req, m.ExemptNamespaces)
 	if done {
 		return observe(webhookMutate, req, start, resp)
 	}
 	if ok, err := m.Reviewer.DaemonSetPod(ctx, obj); err != nil {
-		log.Error(err, "unable to read the pod's DaemonSet")
+		log().Error(err, "unable to read the pod's DaemonSet")
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		return observe(webhookMutate, req, start, admission.Allowed("pod of a DaemonSet, without GPUs"))
 	}
 	if d, ok, err := m.Reviewer.GangDirectives(ctx, obj, requestOf(req)); err != nil {
-		log.Error(err, "unable to read the pod's owner")
+		log().Error(err, "unable to read the pod's owner")
 		return observe(webhookMutate, req, start, admission.Errored(http.StatusInternalServerError, err))
 	} else if ok {
 		// Not a decision: the gang was decided when its owner was admitted.
 		resp := applyGang(obj, d, requestOf(req), m.Seal)
-		log.V(1).Info("pod of an admitted gang", "allowed", resp.Allowed)
+		if debug := ctrl.LoggerFrom(ctx).V(1); debug.Enabled() {
+			log().V(1).Info("pod of an admitted gang", "allowed", resp.Allowed)
+		}
 		return observe(webhookMutate, req, start, resp)
 	}
 	result, err := m.Reviewer.Review(ctx, obj, requestOf(req))
@@ -81,11 +89,13 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, err, reviewError(ctx, err))
 	}
 	d := result.Decision
-	log.V(1).Info("decided", "decisionID", d.ID, "allowed", d.Allowed, "revision", d.Revision)
+	if debug := ctrl.LoggerFrom(ctx).V(1); debug.Enabled() {
+		log().V(1).Info("decided", "decisionID", d.ID, "allowed", d.Allowed, "revision", d.Revision)
+	}
 	if !d.Allowed {
 		return decided(ctx, m.Decisions, webhookMutate, req, obj, start, result, nil, denied(d))
 	}
-	resp = admission.Patched("", append(result.Patch, m.Seal.patch(result.Mutated)...)...)
+	resp = patched("", append(result.Patch, m.Seal.patch(result.Mutated)...))
 	// Warn-stage violations are among the warnings; dryrun-stage ones are
 	// only recorded, in the audit annotations.
 	resp.Warnings = d.Warnings
@@ -171,7 +181,24 @@ func applyGang(obj *unstructured.Unstructured, d evaluator.Directives, req evalu
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.Patched("pod of an admitted gang", append(patch, seal.patch(mutated)...)...)
+	return patched("pod of an admitted gang", append(patch, seal.patch(mutated)...))
+}
+
+// patched allows with ops as the response's JSON patch, encoded here
+// (scheduler.EncodePatch) rather than by controller-runtime through
+// reflection (admission.Patched).
+func patched(message string, ops []jsonpatch.JsonPatchOperation) admission.Response {
+	resp := admission.Allowed(message)
+	if len(ops) == 0 {
+		return resp
+	}
+	raw, err := scheduler.EncodePatch(ops)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = raw, &patchType
+	return resp
 }
 
 // reviewError classifies an error from Review: bad input is the client's

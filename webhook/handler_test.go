@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -53,7 +54,7 @@ spec:
 // applyPatch applies a response's patch to the request's object.
 func applyPatch(t *testing.T, req admission.Request, resp admission.Response) *unstructured.Unstructured {
 	t.Helper()
-	return &unstructured.Unstructured{Object: fixtures.ApplyPatch(t, req.Object.Raw, resp.Patches)}
+	return &unstructured.Unstructured{Object: fixtures.ApplyPatch(t, req.Object.Raw, json.RawMessage(resp.Patch))}
 }
 
 func nestedString(t *testing.T, obj *unstructured.Unstructured, fields ...string) string {
@@ -78,7 +79,7 @@ func TestMutatorDenies(t *testing.T) {
 	assert.Contains(t, string(resp.Result.Reason), "quota")
 	require.NotNil(t, resp.Result.Details)
 	assert.NotEmpty(t, resp.Result.Details.Causes)
-	assert.Empty(t, resp.Patches)
+	assert.Empty(t, resp.Patch)
 	// The client sees a Forbidden error.
 	assert.True(t, apierrors.IsForbidden(&apierrors.StatusError{ErrStatus: *resp.Result}))
 }
@@ -91,7 +92,9 @@ func TestMutatorPatches(t *testing.T) {
 	resp := m.Handle(context.Background(), req)
 
 	require.True(t, resp.Allowed, "result: %+v", resp.Result)
-	require.NotEmpty(t, resp.Patches)
+	require.NotEmpty(t, resp.Patch)
+	require.NotNil(t, resp.PatchType)
+	assert.Equal(t, admissionv1.PatchTypeJSONPatch, *resp.PatchType)
 	got := applyPatch(t, req, resp)
 	assert.Equal(t, "volcano", nestedString(t, got, "spec", "template", "spec", "schedulerName"))
 	assert.Equal(t, "research-vision", got.GetAnnotations()["scheduling.volcano.sh/queue-name"]+
@@ -130,7 +133,7 @@ func TestMutatorDryRun(t *testing.T) {
 	resp := m.Handle(context.Background(), req)
 
 	require.True(t, resp.Allowed)
-	assert.NotEmpty(t, resp.Patches, "a dry run is answered exactly like the real create")
+	assert.NotEmpty(t, resp.Patch, "a dry run is answered exactly like the real create")
 	assert.True(t, rec.Last().Request.DryRun)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,13 +70,72 @@ func init() {
 	// Known label values start at 0, so rate() sees the first event.
 	for _, w := range []string{webhookMutate, webhookValidate} {
 		for _, r := range []string{resultAllowed, resultDenied, resultError} {
-			decisions.WithLabelValues(w, r)
+			decisionCounters.get(decisionKey{w, r})
 		}
 	}
 	for _, r := range []string{reasonTimeout, reasonNoPolicy, reasonError} {
-		evaluationErrors.WithLabelValues(r)
+		errorCounters.get(r)
 	}
 }
+
+// children are the series of a metric vector already resolved, by their
+// label values: the request path looks a series up without allocating
+// (prometheus' WithLabelValues hashes and allocates its variadic labels
+// every call), and resolves each once.
+type children[K comparable, V any] struct {
+	mu      sync.RWMutex
+	m       map[K]V
+	resolve func(K) V
+}
+
+func newChildren[K comparable, V any](resolve func(K) V) *children[K, V] {
+	return &children[K, V]{m: map[K]V{}, resolve: resolve}
+}
+
+func (c *children[K, V]) get(k K) V {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok = c.m[k]; !ok {
+		v = c.resolve(k)
+		c.m[k] = v
+	}
+	return v
+}
+
+type durationKey struct{ webhook, operation, kind, result string }
+
+type admissionKey struct {
+	webhook, outcome string
+	code             int32
+}
+
+type decisionKey struct{ webhook, result string }
+
+type violationKey struct{ dimension, code, enforcement string }
+
+var (
+	durationObservers = newChildren(func(k durationKey) prometheus.Observer {
+		return admissionDuration.WithLabelValues(k.webhook, k.operation, k.kind, k.result)
+	})
+	admissionCounters = newChildren(func(k admissionKey) prometheus.Counter {
+		return admissions.WithLabelValues(k.webhook, k.outcome, codeLabel(k.code))
+	})
+	decisionCounters = newChildren(func(k decisionKey) prometheus.Counter {
+		return decisions.WithLabelValues(k.webhook, k.result)
+	})
+	violationCounters = newChildren(func(k violationKey) prometheus.Counter {
+		return violationsTotal.WithLabelValues(k.dimension, k.code, k.enforcement)
+	})
+	errorCounters = newChildren(func(reason string) prometheus.Counter {
+		return evaluationErrors.WithLabelValues(reason)
+	})
+)
 
 // observe counts resp, records how long the request took since start and
 // returns resp.
@@ -86,9 +146,9 @@ func observe(webhook string, req admission.Request, start time.Time, resp admiss
 
 func observeLatency(webhook string, req admission.Request, latency time.Duration, resp admission.Response) {
 	outcome, code := resultOf(resp)
-	admissionDuration.WithLabelValues(webhook, operationLabel(req.Operation), kindLabel(req.Kind), outcome).
+	durationObservers.get(durationKey{webhook, operationLabel(req.Operation), kindLabel(req.Kind), outcome}).
 		Observe(latency.Seconds())
-	admissions.WithLabelValues(webhook, outcome, codeLabel(code)).Inc()
+	admissionCounters.get(admissionKey{webhook, outcome, code}).Inc()
 }
 
 func resultOf(resp admission.Response) (string, int32) {
@@ -109,15 +169,15 @@ func resultOf(resp admission.Response) (string, int32) {
 func countDecision(webhook string, d evaluator.Decision, err error) {
 	switch {
 	case err != nil:
-		decisions.WithLabelValues(webhook, resultError).Inc()
+		decisionCounters.get(decisionKey{webhook, resultError}).Inc()
 		if reason := errorReason(err); reason != "" {
-			evaluationErrors.WithLabelValues(reason).Inc()
+			errorCounters.get(reason).Inc()
 		}
 		return
 	case d.Allowed:
-		decisions.WithLabelValues(webhook, resultAllowed).Inc()
+		decisionCounters.get(decisionKey{webhook, resultAllowed}).Inc()
 	default:
-		decisions.WithLabelValues(webhook, resultDenied).Inc()
+		decisionCounters.get(decisionKey{webhook, resultDenied}).Inc()
 	}
 	countViolations(d.Violations, evaluator.EnforceDeny)
 	countViolations(d.Warned, evaluator.EnforceWarn)
@@ -130,7 +190,7 @@ func countViolations(vs []evaluator.Violation, enforcement string) {
 		if e == "" {
 			e = enforcement
 		}
-		violationsTotal.WithLabelValues(string(v.Dimension), v.Code, e).Inc()
+		violationCounters.get(violationKey{string(v.Dimension), v.Code, e}).Inc()
 	}
 }
 

@@ -54,6 +54,6 @@ func TestDeniedObjectsCarryNoRevisionAnnotation(t *testing.T) {
 	m := &Mutator{Reviewer: r}
 	resp := m.Handle(context.Background(), admissionRequest(t, admissionv1.Create, fixtures.PlatformTooBig, "", "alice", "platform-devs"))
 	require.False(t, resp.Allowed)
-	assert.Empty(t, resp.Patches)
+	assert.Empty(t, resp.Patch)
 	assert.Equal(t, "embedded", resp.AuditAnnotations[AuditPolicyRevision])
 }

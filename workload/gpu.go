@@ -164,3 +164,22 @@ func joinField(parent, child string) string {
 	}
 	return parent + "." + child
 }
+
+// MapGPUMemory counts a gpu-memory gang as its memory's share of a device
+// of deviceMiB (the authority model's gpuMemoryMiB): each pod takes
+// ceil-to-a-thousandth(memory/deviceMiB) of each of its devices, the
+// gang's TotalMilliGPUs is the exact sum and TotalGPUs that rounded up.
+// It does nothing for a gang that is not gpu-memory or for a deviceMiB of
+// 0 (unknown): such pods keep counting whole devices.
+func (w *Workload) MapGPUMemory(deviceMiB int64) {
+	if w.GPUMemoryMiB <= 0 || deviceMiB <= 0 {
+		return
+	}
+	milli := topology.MemoryMilli(w.GPUMemoryMiB, deviceMiB)
+	w.GPUShareMilli = milli
+	w.TotalMilliGPUs = 0
+	for _, r := range w.Roles {
+		w.TotalMilliGPUs += int64(r.Replicas) * int64(r.GPUsPerPod) * int64(milli)
+	}
+	w.TotalGPUs = int((w.TotalMilliGPUs + 999) / 1000)
+}

@@ -9,7 +9,7 @@ import (
 var JobGVK = batchv1.SchemeGroupVersion.WithKind("Job")
 
 func init() {
-	Register(Kind{GVK: JobGVK, Resource: "jobs", Label: "Job", GangOwner: true, Normalise: normaliseJob})
+	Register(Kind{GVK: JobGVK, Resource: "jobs", Label: "Job", GangOwner: true, Normalise: normaliseJob, Suspend: []string{"spec", "suspend"}})
 }
 
 // normaliseJob: a batch/v1 Job runs spec.parallelism pods at once (default

@@ -16,7 +16,7 @@ var JobSetGVK = schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1al
 const AnnotationJobSetExclusiveTopology = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 func init() {
-	Register(Kind{GVK: JobSetGVK, Resource: "jobsets", Label: "JobSet", GangOwner: true, Normalise: normaliseJobSet})
+	Register(Kind{GVK: JobSetGVK, Resource: "jobsets", Label: "JobSet", GangOwner: true, Normalise: normaliseJobSet, Suspend: []string{"spec", "suspend"}})
 }
 
 // normaliseJobSet: one role per replicated job, in order; each runs

@@ -37,6 +37,10 @@ type Kind struct {
 	// spec.replicas (kubectl scale, a HorizontalPodAutoscaler): an UPDATE
 	// of <resource>/scale is decided as the same UPDATE of the object.
 	Scalable bool
+	// Suspend is the path of the kind's suspend field (spec.suspend,
+	// spec.runPolicy.suspend), nil for a kind that has none. A queueing
+	// system such as Kueue admits a workload by unsuspending it.
+	Suspend []string
 }
 
 // Normaliser turns one kind of object into a Workload. It fills what only the

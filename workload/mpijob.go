@@ -12,7 +12,7 @@ import (
 var MPIJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
 
 func init() {
-	Register(Kind{GVK: MPIJobGVK, Resource: "mpijobs", Label: "MPIJob", GangOwner: true, Normalise: normaliseMPIJob})
+	Register(Kind{GVK: MPIJobGVK, Resource: "mpijobs", Label: "MPIJob", GangOwner: true, Normalise: normaliseMPIJob, Suspend: []string{"spec", "runPolicy", "suspend"}})
 }
 
 // mpiRoles are the replica specs of an MPIJob, launcher first.

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // podSet is one role of a workload: a pod template run Replicas times.
@@ -105,6 +107,7 @@ func fromPodSets(w *Workload, sets []podSet) error {
 			w.TotalMilliGPUs += int64(r.Replicas) * int64(r.GPUsPerPod) * FractionMilli(sharing.Fraction)
 		}
 		w.TotalGPUs = int((w.TotalMilliGPUs + 999) / 1000)
+		w.GPUShareMilli = int(FractionMilli(sharing.Fraction))
 	} else {
 		w.TotalMilliGPUs = int64(w.TotalGPUs) * 1000
 	}
@@ -114,7 +117,7 @@ func fromPodSets(w *Workload, sets []podSet) error {
 // FractionMilli is a GPU fraction in milli-GPUs, rounded up so that a
 // fraction finer than a thousandth is never counted as less than it asks.
 func FractionMilli(f float64) int64 {
-	return int64(math.Ceil(f*1000 - 1e-9))
+	return int64(topology.FractionMilli(f))
 }
 
 func (g podGPU) describe() string {

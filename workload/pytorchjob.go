@@ -15,7 +15,7 @@ import (
 var PyTorchJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
 
 func init() {
-	Register(Kind{GVK: PyTorchJobGVK, Resource: "pytorchjobs", Label: "PyTorchJob", GangOwner: true, Normalise: normalisePyTorchJob})
+	Register(Kind{GVK: PyTorchJobGVK, Resource: "pytorchjobs", Label: "PyTorchJob", GangOwner: true, Normalise: normalisePyTorchJob, Suspend: []string{"spec", "runPolicy", "suspend"}})
 }
 
 // pyTorchJob is the part of kubeflow.org/v1 PyTorchJob Mandate reads (no

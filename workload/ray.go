@@ -15,8 +15,8 @@ var (
 )
 
 func init() {
-	Register(Kind{GVK: RayClusterGVK, Resource: "rayclusters", Label: "RayCluster", GangOwner: true, Normalise: normaliseRayCluster})
-	Register(Kind{GVK: RayJobGVK, Resource: "rayjobs", Label: "RayJob", GangOwner: true, Normalise: normaliseRayJob})
+	Register(Kind{GVK: RayClusterGVK, Resource: "rayclusters", Label: "RayCluster", GangOwner: true, Normalise: normaliseRayCluster, Suspend: []string{"spec", "suspend"}})
+	Register(Kind{GVK: RayJobGVK, Resource: "rayjobs", Label: "RayJob", GangOwner: true, Normalise: normaliseRayJob, Suspend: []string{"spec", "suspend"}})
 }
 
 // normaliseRayCluster: see rayClusterSets. The class is training.

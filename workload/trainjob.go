@@ -12,7 +12,7 @@ import (
 var TrainJobGVK = schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"}
 
 func init() {
-	Register(Kind{GVK: TrainJobGVK, Resource: "trainjobs", Label: "TrainJob", GangOwner: true, Normalise: normaliseTrainJob})
+	Register(Kind{GVK: TrainJobGVK, Resource: "trainjobs", Label: "TrainJob", GangOwner: true, Normalise: normaliseTrainJob, Suspend: []string{"spec", "suspend"}})
 }
 
 // normaliseTrainJob: one role, "node", of spec.trainer.numNodes pods, each

@@ -112,9 +112,16 @@ type Workload struct {
 	// gpu-fraction annotation); 0 otherwise.
 	GPUFraction float64 `json:"gpuFraction,omitempty"`
 	// GPUMemoryMiB is set when a pod asks for a slice of a GPU by memory
-	// (KAI's gpu-memory annotation); 0 otherwise. Such a pod, like a
-	// fractional one, counts as occupying one device per GPUsPerPod.
+	// (KAI's gpu-memory annotation); 0 otherwise. Such a pod counts as
+	// occupying one device per GPUsPerPod until MapGPUMemory maps its
+	// memory to a share of a device.
 	GPUMemoryMiB int64 `json:"gpuMemoryMiB,omitempty"`
+	// GPUShareMilli is the thousandths of each of its devices a KAI-shared
+	// pod takes: its gpu-fraction, or its gpu-memory over the device memory
+	// the authority model gives (MapGPUMemory); 0 for whole devices,
+	// which an unmapped gpu-memory pod takes. Pods that share devices are
+	// placed packed onto them.
+	GPUShareMilli int `json:"gpuShareMilli,omitempty"`
 	// GPUProduct is the wanted GPU model from a node selector or required
 	// node affinity on nvidia.com/gpu.product; empty when any will do.
 	GPUProduct string `json:"gpuProduct"`

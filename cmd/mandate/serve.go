@@ -83,11 +83,15 @@ func runServe(ctx context.Context, logs io.Writer, c config.Serve) error {
 	ctrl.SetLogger(log)
 	ctx = ctrl.LoggerInto(ctx, log)
 	log.Info("starting mandate serve", buildinfo.Get().KeysAndValues()...)
+	// Queued: writing a line never holds an admission up; a denial's is
+	// never dropped.
 	decisions, err := decisionlog.New(handler, decisionlog.Options{
-		Enabled: c.DecisionLog.Enabled, SampleRate: c.DecisionLog.SampleRate, IncludeObject: c.DecisionLog.IncludeObject})
+		Enabled: c.DecisionLog.Enabled, SampleRate: c.DecisionLog.SampleRate, IncludeObject: c.DecisionLog.IncludeObject,
+		Queue: decisionlog.DefaultQueue})
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("decisionLog: %w", err)}
 	}
+	defer decisions.Close()
 
 	rc, err := restConfig(c.Kubeconfig)
 	if err != nil {

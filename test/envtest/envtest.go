@@ -1,7 +1,8 @@
 // Package envtest starts a real kube-apiserver and etcd for Go tests, through
 // controller-runtime's envtest, with the upstream Volcano and KAI scheduler CRDs
 // installed (and, opt-in, Kueue's) so every object Mandate writes is checked against
-// the real schemas.
+// the real schemas, and runs the controllers a test needs beside it
+// (kube-controller-manager's, Kueue's: StartControllers, StartKueue).
 // The binaries are the pinned ones built by hack/envtest-assets.sh into bin/k8s
 // (or those in $KUBEBUILDER_ASSETS when set); a test fails, never skips, when
 // they are missing.
@@ -121,7 +122,7 @@ func WithCertManagerCRDs() Option {
 
 // WithKueueCRDs also installs Kueue's CRDs (kueue.x-k8s.io), copied into
 // bin/k8s/crds/kueue by hack/envtest-assets.sh. Opt-in: eleven large CRDs
-// that only the scheduler-sync tests need.
+// that only the scheduler-sync and Kueue tests (StartKueue) need.
 func WithKueueCRDs() Option {
 	return func(o *options) { o.kueue = true }
 }

@@ -103,6 +103,7 @@ placement := mandate.placement({
 	"product": lib.workload.gpuProduct,
 	"requiredLevel": required_level,
 	"preferredLevel": preferred_or_empty,
+	"gpuShareMilli": object.get(lib.workload, "gpuShareMilli", 0),
 	"cluster": _cluster,
 }) if lib.gpu_workload
 
@@ -112,10 +113,15 @@ default _cluster := null
 
 _cluster := data.mandate.cluster
 
-_gang := sprintf("a gang of %d pods × %d %s%s", [
+_gang := sprintf("a gang of %d pods × %d %s%s%s", [
 	lib.gang_size, lib.workload.gpusPerPod, lib.workload.gpuResource,
-	_product_suffix,
+	_product_suffix, _share_suffix,
 ])
+
+# Pods that share devices are placed packed onto them.
+_share_suffix := sprintf(" (%d/1000 of each, shared)", [lib.workload.gpuShareMilli]) if {
+	lib.workload.gpuShareMilli > 0
+} else := ""
 
 _product_suffix := sprintf(" (%s)", [lib.workload.gpuProduct]) if {
 	lib.workload.gpuProduct != ""

@@ -171,3 +171,36 @@ test_required_node_label_names_a_level if {
 	topology.required_level == "clique" with input as _in(other) with data.mandate.model as testing.model
 	count(topology.facts.unknown) == 0 with input as _in(other) with data.mandate.model as testing.model
 }
+
+# A node with 4 free H100s (4 used): 16 quarter-GPU pods pack onto them.
+_shared_cluster := {"levels": testing.model.topology.levels, "nodes": [{
+	"name": "h1",
+	"labels": {
+		"topology.kubernetes.io/zone": "zone-a", "mandate.dev/spine-block": "s1", "mandate.dev/leaf-block": "b1",
+		"nvidia.com/gpu.clique": "c1", "kubernetes.io/hostname": "h1", "nvidia.com/gpu.product": testing.h100,
+	},
+	"allocatable": {"nvidia.com/gpu": 8},
+	"used": {"nvidia.com/gpu": 2},
+	"sharedMilli": {"nvidia.com/gpu": 1750},
+}]}
+
+test_shared_pods_pack_onto_devices if {
+	inp := _in({"pods": 16, "gpusPerPod": 1, "totalGPUs": 4, "totalMilliGPUs": 4000, "gpuFraction": 0.25, "gpuShareMilli": 250})
+	p := topology.placement with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as _shared_cluster
+	p.fitsNow
+	p.domain == "zone-a/s1/b1/c1/h1"
+	p.bestNow.podSlots == 16
+	p.freeAfter == 0
+	count(topology.warn) == 0 with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as _shared_cluster
+}
+
+test_shared_pods_on_a_device_each_would_wait if {
+	inp := _in({"pods": 17, "gpusPerPod": 1, "totalGPUs": 5, "totalMilliGPUs": 4250, "gpuFraction": 0.25, "gpuShareMilli": 250})
+	some v in topology.warn with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as _shared_cluster
+	v.code == "TOPOLOGY_WAITS"
+	contains(v.message, "a gang of 17 pods × 1 nvidia.com/gpu (250/1000 of each, shared) does not fit right now")
+	contains(v.message, "has 16 of the 17 pod slots it needs free")
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// example is one workload of examples/workloads, with the verdict its file
+// name promises (…-denied.yaml, …-<dimension>-denied.yaml) and its
+// AdmissionReview body.
+type example struct {
+	file      string
+	obj       *unstructured.Unstructured
+	denied    bool
+	dimension string // tenancy, priority, quota, topology; "" when admitted
+	// body is the AdmissionReview with uidPlaceholder where each request's
+	// fresh uid goes.
+	body []byte
+}
+
+// uidPlaceholder has the length and form of the uids that replace it.
+const uidPlaceholder = "00000000-0000-0000-0000-000000000000"
+
+// dimensions a denied example's file name may name.
+var dimensions = []string{"tenancy", "priority", "quota", "topology", "preemption"}
+
+// expectedDenied is what a system checking dims (nil: every dimension)
+// answers for e.
+func (e example) expectedDenied(dims []string) bool {
+	if !e.denied {
+		return false
+	}
+	return dims == nil || contains(dims, e.dimension)
+}
+
+// loadExamples reads examples/workloads/*.yaml in name order.
+func loadExamples(dir string) ([]example, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no *.yaml in %s", dir)
+	}
+	sort.Strings(files)
+	var out []example
+	for _, f := range files {
+		objs, err := loadManifests(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			e := example{file: filepath.Base(f), obj: obj}
+			parts := strings.Split(strings.TrimSuffix(e.file, ".yaml"), "-")
+			if parts[len(parts)-1] == "denied" {
+				e.denied = true
+				if len(parts) >= 2 && contains(dimensions, parts[len(parts)-2]) {
+					e.dimension = parts[len(parts)-2]
+				}
+			}
+			if e.body, err = admissionReview(obj); err != nil {
+				return nil, fmt.Errorf("%s: %w", e.file, err)
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// resources maps the examples' kinds to their API resources, as the API
+// server names them in an AdmissionRequest.
+var resources = map[string]string{
+	"Pod": "pods", "Job": "jobs", "PyTorchJob": "pytorchjobs", "Deployment": "deployments",
+	"StatefulSet": "statefulsets", "JobSet": "jobsets", "MPIJob": "mpijobs", "RayJob": "rayjobs",
+}
+
+// admissionReview is the CREATE request the API server would send for obj.
+// The workload keeps its name on every request: its reservation replaces
+// its own (the quota transaction releases the key it re-decides), so the
+// same example gets the same verdict however often it is sent; only the
+// request's uid is fresh each time.
+func admissionReview(obj *unstructured.Unstructured) ([]byte, error) {
+	gvk := obj.GroupVersionKind()
+	res, ok := resources[gvk.Kind]
+	if !ok {
+		return nil, fmt.Errorf("no API resource known for kind %s", gvk.Kind)
+	}
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("unable to encode the object: %w", err)
+	}
+	opts, err := json.Marshal(metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}})
+	if err != nil {
+		return nil, err
+	}
+	dryRun := false
+	gvr := metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: res}
+	kind := metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:         uidPlaceholder,
+			Kind:        kind,
+			Resource:    gvr,
+			RequestKind: &kind, RequestResource: &gvr,
+			Name:      obj.GetName(),
+			Namespace: obj.GetNamespace(),
+			Operation: admissionv1.Create,
+			UserInfo: authenticationv1.UserInfo{Username: "bench-user",
+				Groups: []string{"system:authenticated"}},
+			Object:  runtime.RawExtension{Raw: raw},
+			DryRun:  &dryRun,
+			Options: runtime.RawExtension{Raw: opts},
+		},
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		return nil, fmt.Errorf("unable to encode the AdmissionReview: %w", err)
+	}
+	if bytes.Count(body, []byte(uidPlaceholder)) != 1 {
+		return nil, errors.New("the AdmissionReview does not carry its uid placeholder exactly once")
+	}
+	return body, nil
+}
+
+// withUID is e's body with uid in place of the placeholder.
+func (e example) withUID(uid string) []byte {
+	return bytes.Replace(e.body, []byte(uidPlaceholder), []byte(uid), 1)
+}
+
+// loadManifests reads every object of a multi-document YAML or JSON file.
+func loadManifests(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("%s: an object without apiVersion and kind", path)
+		}
+		objs = append(objs, u)
+	}
+}

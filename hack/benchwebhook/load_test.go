@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// admitAll answers every AdmissionReview allowed, echoing its uid.
+func admitAll(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Request struct {
+			UID string `json:"uid"`
+		} `json:"request"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, in.Request.UID)
+}
+
+// TestDriveCountsWrongVerdictsAndErrors: a server admitting everything is
+// wrong on the denied examples and right on the others; one answering 500
+// gives only errors, never successes.
+func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
+	examples, err := loadExamples(repoExamples + "/workloads")
+	require.NoError(t, err)
+	srv := httptest.NewTLSServer(http.HandlerFunc(admitAll))
+	defer srv.Close()
+	tgt := target{name: "admit-all", url: srv.URL, pid: os.Getpid(), client: srv.Client()}
+	// Each of the two workers sends every example once.
+	c, err := drive(context.Background(), tgt, examples, 2, 0, len(examples))
+	require.NoError(t, err)
+	require.Equal(t, 2*(len(examples)-countDenied(examples)), c.ok, "the admitted examples")
+	require.Equal(t, 2*countDenied(examples), c.wrong, "the denied examples, admitted")
+	require.Zero(t, c.errors)
+	require.Contains(t, c.firstWrong, "expected denied")
+	require.Len(t, c.latencies, c.ok+c.wrong)
+	require.NoError(t, checkAll(context.Background(), target{name: "x", url: srv.URL, client: srv.Client(), deniedDims: []string{}}, examples),
+		"a system checking no dimension is expected to admit everything")
+	require.Error(t, checkAll(context.Background(), tgt, examples))
+
+	failing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "policy evaluation exceeded its deadline", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	tgt = target{name: "failing", url: failing.URL, pid: os.Getpid(), client: failing.Client()}
+	c, err = drive(context.Background(), tgt, examples, 2, 0, 3)
+	require.NoError(t, err)
+	require.Zero(t, c.ok+c.wrong)
+	require.Equal(t, 6, c.errors)
+	require.Equal(t, c.errors, c.errorCounts["HTTP 500"])
+}

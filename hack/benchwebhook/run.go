@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mandate-dev/mandate/test/envtest"
+)
+
+// system is a started system: its process and its load target.
+type system struct {
+	proc   *process
+	target target
+}
+
+func run(ctx context.Context, c config, out io.Writer) (err error) {
+	var cleanups []func() error
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			err = errors.Join(err, cleanups[i]())
+		}
+	}()
+	started := time.Now()
+	paths := map[string]*string{"mandate": &c.mandate, "assets": &c.assets, "examples": &c.examples, "model": &c.model, "reference": &c.reference, "opa-policy": &c.opaPolicy}
+	for name, p := range paths {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return fmt.Errorf("the %s path: %w", name, err)
+		}
+	}
+	if _, err := os.Stat(c.mandate); err != nil {
+		return fmt.Errorf("the mandate binary: %w (run `make build`)", err)
+	}
+	gatekeeperBin := filepath.Join(c.assets, "gatekeeper")
+	gatekeeperCRDs := filepath.Join(c.assets, "crds", "gatekeeper")
+	if slices.Contains(c.systems, sysGatekeeper) {
+		for _, p := range []string{gatekeeperBin, gatekeeperCRDs} {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("gatekeeper: %w (run hack/gatekeeper.sh)", err)
+			}
+		}
+	}
+	examples, err := loadExamples(filepath.Join(c.examples, "workloads"))
+	if err != nil {
+		return err
+	}
+	clusterObjs, err := loadManifests(filepath.Join(c.examples, "cluster.yaml"))
+	if err != nil {
+		return err
+	}
+	model, err := readModel(c.model)
+	if err != nil {
+		return err
+	}
+	facts, err := opaData(model, clusterObjs)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "bench-webhook: %d examples (%d denied), %s per cell, %d round(s), concurrency %v, %d CPUs\n",
+		len(examples), countDenied(examples), c.seconds, c.rounds, c.concurrency, runtime.NumCPU())
+	fmt.Fprintf(out, "uptime at start: %s\n", uptime())
+
+	opts := []envtest.Option{envtest.WithPyTorchJobCRD()}
+	if slices.Contains(c.systems, sysGatekeeper) {
+		opts = append(opts, envtest.WithCRDPaths(gatekeeperCRDs))
+	}
+	logf("starting kube-apiserver and etcd")
+	env, stopEnv, err := envtest.Launch(opts...)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, stopEnv)
+	tmp, err := os.MkdirTemp("", "mandate-bench-webhook-")
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() error { return os.RemoveAll(tmp) })
+	if err := loadCluster(ctx, env.Client, clusterObjs, model); err != nil {
+		return err
+	}
+	for _, ns := range []string{"mandate-system", gatekeeperNamespace} {
+		if err := ensureNamespace(ctx, env.Client, ns); err != nil {
+			return err
+		}
+	}
+	hooks := &crenvtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
+	if err := hooks.PrepWithoutInstalling(); err != nil {
+		return fmt.Errorf("unable to generate the serving certificate: %w", err)
+	}
+	cleanups = append(cleanups, hooks.Cleanup)
+	srv := serving{host: hooks.LocalServingHost, certDir: hooks.LocalServingCertDir, ca: hooks.LocalServingCAData}
+	kubeconfig, err := adminKubeconfig(env, tmp, "bench-admin")
+	if err != nil {
+		return err
+	}
+	maxConc := slices.Max(c.concurrency)
+	readyTimeout := envtest.Timeout(c.readyTimeout)
+
+	var systems []*system
+	for _, name := range c.systems {
+		var (
+			p    *process
+			url  string
+			dims []string
+		)
+		switch name {
+		case sysMandate:
+			p, url, err = startMandate(name, c.mandate, kubeconfig, "", srv)
+		case sysIndependent:
+			dir := filepath.Join(tmp, "independent-policies")
+			if err = independentPolicies(ctx, c.mandate, model, dir); err == nil {
+				p, url, err = startMandate(name, c.mandate, kubeconfig, dir, srv)
+			}
+		case sysOPA:
+			p, url, err = startOPA(c.mandate, c.opaPolicy, c.reference, facts, tmp, srv)
+		case sysGatekeeper:
+			dims = []string{"tenancy", "priority"}
+			p, url, err = startGatekeeper(gatekeeperBin, kubeconfig, c.gkOps, srv)
+		}
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, p.stop)
+		client, err := newClient(srv.ca, maxConc)
+		if err != nil {
+			return err
+		}
+		s := &system{proc: p, target: target{name: name, url: url, pid: p.pid(), deniedDims: dims, client: client}}
+		if err := p.waitFor(ctx, readyTimeout, name+" ready", func() error { return httpOK(client, p.readyURL) }); err != nil {
+			return err
+		}
+		if name == sysGatekeeper {
+			if err := installGatekeeperPolicy(ctx, env, model, readyTimeout); err != nil {
+				return fmt.Errorf("%w\n%s", err, p.tail())
+			}
+		}
+		// Every example answered as expected once before measuring: the
+		// informers have synced, the constraint is enforced.
+		if err := p.waitFor(ctx, readyTimeout, name+" answering every example as expected", func() error {
+			return checkAll(ctx, s.target, examples)
+		}); err != nil {
+			return err
+		}
+		logf("%s ready and answering every example as expected (%s since start)", name, time.Since(started).Round(100*time.Millisecond))
+		systems = append(systems, s)
+	}
+
+	var cells []*cell
+	total := c.rounds * len(c.concurrency) * len(systems)
+	for round := 1; round <= c.rounds; round++ {
+		for ci, conc := range c.concurrency {
+			// Round-robin: the order of the systems rotates from cell
+			// to cell, so none is always measured first or last.
+			for k := range systems {
+				s := systems[(k+round+ci)%len(systems)]
+				if err := s.proc.alive(); err != nil {
+					return err
+				}
+				cl, err := measure(ctx, s.target, examples, conc, c.seconds)
+				if err != nil {
+					return fmt.Errorf("%s at c=%d: %w", s.target.name, conc, err)
+				}
+				cl.round = round
+				cells = append(cells, cl)
+				logf("[%d/%d] round %d c=%d %-20s %6.0f reviews/s p99 %s, %d errors, %d wrong",
+					len(cells), total, round, conc, s.target.name, cl.rate(), ms(cl.percentile(0.99)), cl.errors, cl.wrong)
+			}
+		}
+	}
+
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Cells, in the order measured:")
+	printCells(out, cells)
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "Per system and concurrency over %d round(s), as min–max (median):\n", c.rounds)
+	sums := summarize(cells, c.systems, c.concurrency)
+	printSummary(out, sums)
+	fmt.Fprintln(out)
+	for _, l := range ratios(sums, c.concurrency) {
+		fmt.Fprintln(out, l)
+	}
+	fmt.Fprintf(out, "uptime at end: %s\n", uptime())
+
+	var bad []string
+	for _, cl := range cells {
+		if cl.wrong > 0 {
+			bad = append(bad, fmt.Sprintf("%s c=%d round %d: %d wrong answers, first: %s", cl.system, cl.concurrency, cl.round, cl.wrong, cl.firstWrong))
+		}
+		if cl.errors > 0 {
+			logf("%s c=%d round %d: %d errors (not successes), first: %s", cl.system, cl.concurrency, cl.round, cl.errors, cl.firstError)
+		}
+	}
+	if len(bad) > 0 {
+		for _, b := range bad {
+			fmt.Fprintf(os.Stderr, "!!! %s\n", b)
+		}
+		return errWrong
+	}
+	return nil
+}
+
+// checkAll posts every example once and fails on the first answer that is
+// not the expected one.
+func checkAll(ctx context.Context, t target, examples []example) error {
+	for _, e := range examples {
+		uid := string(uuid.NewUUID())
+		v, err := post(ctx, t, e.withUID(uid), uid)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.file, err)
+		}
+		if v.allowed == e.expectedDenied(t.deniedDims) {
+			return fmt.Errorf("%s: allowed=%v, expected %s (%s)", e.file, v.allowed, expectation(e, t.deniedDims), v.message)
+		}
+	}
+	return nil
+}
+
+func countDenied(examples []example) int {
+	n := 0
+	for _, e := range examples {
+		if e.denied {
+			n++
+		}
+	}
+	return n
+}
+
+// uptime is `uptime`'s line (with the load average), or /proc/loadavg.
+func uptime() string {
+	if out, err := exec.Command("uptime").Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		return "load average (/proc/loadavg): " + strings.TrimSpace(string(raw))
+	}
+	return "unknown"
+}
