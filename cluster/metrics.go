@@ -14,7 +14,7 @@ var syncedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 var (
 	ledgerCommits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mandate_quota_ledger_commits_total",
-		Help: "Writes of a TenantLedger (quota.shared) by result: committed, conflict (another replica committed first; the batch is decided again), error.",
+		Help: "Writes of a TenantLedger (quota.shared) by result: committed, conflict (another replica committed first; the batch is re-checked, and decided again where a relied limit flipped), error.",
 	}, []string{"result"})
 	ledgerBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "mandate_quota_ledger_batch_decisions",
@@ -28,6 +28,19 @@ var (
 	})
 )
 
+// redecisions counts the decisions made again because a concurrent
+// reservation flipped a quota limit the decision relied on
+// (State.DecideExcluding), by where the next one is made.
+var redecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mandate_quota_redecisions_total",
+	Help: "Admissions decided again because a concurrent reservation flipped a quota limit their decision relied on, by where the next decision is made: outside the tenant tree's lock, or under it (the last attempt).",
+}, []string{"where"})
+
+const (
+	redecideOutside = "outside"
+	redecideLocked  = "locked"
+)
+
 const (
 	commitCommitted = "committed"
 	commitConflict  = "conflict"
@@ -35,7 +48,10 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(syncedGauge, ledgerCommits, ledgerBatch, ledgerCommitDuration)
+	metrics.Registry.MustRegister(syncedGauge, ledgerCommits, ledgerBatch, ledgerCommitDuration, redecisions)
+	for _, w := range []string{redecideOutside, redecideLocked} {
+		redecisions.WithLabelValues(w)
+	}
 	for _, r := range []string{commitCommitted, commitConflict, commitError} {
 		ledgerCommits.WithLabelValues(r)
 	}

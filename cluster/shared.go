@@ -53,7 +53,9 @@ var ErrLedgerUnavailable = errors.New("the shared quota ledger is unavailable")
 // join the next batch, committed by one update: one API round trip per
 // batch, not per decision. When another replica committed in between, the
 // update conflicts: the mirror is read again and every decision of the
-// batch (and of the one after it, made on top of it) is made again.
+// batch (and of the one after it, made on top of it) is staged again,
+// re-checked against what the object holds now and made again only when a
+// quota limit it relied on flipped (decideShared).
 type shared struct {
 	client client.Client
 	trees  sync.Map // root tenant → *sharedTree
@@ -134,9 +136,41 @@ func (s *State) transactShared(ctx context.Context, root string, st stage) error
 		maxCommitAttempts, TenantLedgerGVK.Kind, ledgerName(root))
 }
 
-// decideShared is Decide's transaction with a shared ledger.
+// decideShared is Decide's transaction with a shared ledger. The decision
+// is made outside the tree's lock, on the mirror as it is; the stage, under
+// the lock on the mirror as last read, re-checks the limits it relied on
+// (again after every conflict, on the object as read then) and stages it
+// if they hold. When one flipped nothing is staged and the admission
+// decides again outside the lock; after optimisticAttempts such decisions
+// it decides inside the stage, as one step with the commit.
 func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
-	return s.transactShared(ctx, s.ledger.RootOf(tenant), func() (bool, error) {
+	root := s.ledger.RootOf(tenant)
+	for attempt := 1; attempt <= optimisticAttempts; attempt++ {
+		v := s.view(tenant, key, ownerUID)
+		r, err := decide(v)
+		if err != nil {
+			return err
+		}
+		flipped := false
+		err = s.transactShared(ctx, root, func() (bool, error) {
+			_, had := s.ledger.Reservation(key)
+			if len(r.GPUs) > 0 && !r.stands(v.Usage, s.ledger.UsageWithout(tenant, key, ownerUID)) {
+				flipped = true
+				return false, nil
+			}
+			flipped = false
+			s.ledger.Release(key)
+			return s.stageReservation(tenant, key, r, had), nil
+		})
+		if err != nil || !flipped {
+			return err
+		}
+		if attempt < optimisticAttempts {
+			redecisions.WithLabelValues(redecideOutside).Inc()
+		}
+	}
+	redecisions.WithLabelValues(redecideLocked).Inc()
+	return s.transactShared(ctx, root, func() (bool, error) {
 		before, had := s.ledger.Reservation(key)
 		s.ledger.Release(key)
 		r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
@@ -146,13 +180,20 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 			}
 			return false, err
 		}
-		if len(r.GPUs) > 0 {
-			s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
-				Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second)})
-			return true, nil
-		}
-		return had, nil // a release to commit, or nothing reserved before or now
+		return s.stageReservation(tenant, key, r, had), nil
 	})
+}
+
+// stageReservation puts r under key on the mirror, whose earlier
+// reservation (had: there was one) was released: whether there is anything
+// to commit.
+func (s *State) stageReservation(tenant, key string, r Reservation, had bool) bool {
+	if len(r.GPUs) > 0 {
+		s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
+			Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second)})
+		return true
+	}
+	return had // a release to commit, or nothing reserved before or now
 }
 
 // stageLocally runs st on the mirror (read first when stale) and, when it

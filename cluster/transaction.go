@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/mandate-dev/mandate/config"
@@ -18,10 +19,37 @@ type View struct {
 
 // Reservation is what an admitted decision holds until the informers see
 // its pods: GPUs per resource, and whether they are preemptible. The zero
-// Reservation holds nothing.
+// Reservation holds nothing. Relied are the quota limits the decision took
+// from View.Usage (evaluator.Decision.Relied) when ReliedKnown; without
+// ReliedKnown the decision is taken to rely on every entry of the usage it
+// read.
 type Reservation struct {
 	GPUs        map[string]int
 	Preemptible bool
+	Relied      []ledger.Limit
+	ReliedKnown bool
+}
+
+// optimisticAttempts is how many decisions of one admission are made
+// outside the tree's lock: when a concurrent reservation flipped a limit
+// the last of them relied on, the next is made under the lock, so every
+// admission ends.
+const optimisticAttempts = 2
+
+// stands says whether r, decided on usage seen, may be committed when the
+// usage is now: every limit it relied on gives the same outcomes now or,
+// for a decision that does not say which it relied on, the usage is what
+// it saw.
+func (r Reservation) stands(seen, now map[string]map[string]ledger.Usage) bool {
+	if !r.ReliedKnown {
+		return maps.EqualFunc(seen, now, maps.Equal)
+	}
+	for _, lim := range r.Relied {
+		if !lim.Holds(now) {
+			return false
+		}
+	}
+	return true
 }
 
 // usage is the tenant's usage, without the pods of ownerUID when set.
@@ -70,13 +98,20 @@ func (s *State) ClaimGangPod(ctx context.Context, tenant, ownerUID, key string, 
 // Decide is the quota transaction of one admission: for tenant's tree, it
 // releases the earlier reservation of key (the workload decided again must
 // not count against itself), reads the View, calls decide and records the
-// Reservation it returns under key, as one step that no concurrent
-// admission of the same tree interleaves with. An empty key (a dry run)
+// Reservation it returns under key, so that concurrent admissions of the
+// same tree never both spend the same quota. An empty key (a dry run)
 // releases and reserves nothing. decide's error is returned and nothing is
-// reserved. With shared reservations (ShareReservations) the step is
-// committed to the tree's TenantLedger with a compare-and-swap, and decide
-// may be called again when another replica committed first. Rendering and
-// patching belong after Decide returns, outside the transaction.
+// reserved. decide runs outside the tree's lock, on a View read in one step
+// with key's reservation left out; only the commit (release, re-check,
+// reserve) holds the lock. The commit re-checks every quota limit the
+// decision relied on (Reservation.Relied) against the usage then: when a
+// concurrent reservation flipped one (now busy, or now over a guarantee,
+// or no longer), decide is called again, at most optimisticAttempts times
+// outside the lock and then once under it, as one step. With shared
+// reservations (ShareReservations) the commit is staged on the tree's
+// TenantLedger mirror and compare-and-swapped, re-checked against the
+// freshly read object after a conflict. decide must be safe to call more
+// than once; rendering and patching belong after Decide returns.
 func (s *State) Decide(ctx context.Context, tenant, key string, decide func(View) (Reservation, error)) error {
 	return s.DecideExcluding(ctx, tenant, key, "", decide)
 }
@@ -85,21 +120,68 @@ func (s *State) Decide(ctx context.Context, tenant, key string, decide func(View
 // the View leaves out the pods of its controller UID ownerUID, whose whole
 // new demand is decided (and reserved under key, which its pods consume).
 func (s *State) DecideExcluding(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
-	if s.shared != nil && tenant != "" && key != "" {
+	if tenant == "" || key == "" {
+		// Nothing is reserved (no tenant's quota, or a dry run): nothing to
+		// commit, so no lock either.
+		if key != "" {
+			s.ledger.Release(key)
+		}
+		_, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
+		return err
+	}
+	if s.shared != nil {
 		return s.decideShared(ctx, tenant, key, ownerUID, decide)
 	}
-	if tenant != "" {
-		defer s.ledger.LockTree(tenant)()
+	for attempt := 1; ; attempt++ {
+		v := s.view(tenant, key, ownerUID)
+		r, err := decide(v)
+		if err != nil {
+			return err
+		}
+		if s.commitLocal(tenant, key, ownerUID, v, r) {
+			return nil
+		}
+		if attempt == optimisticAttempts {
+			break
+		}
+		redecisions.WithLabelValues(redecideOutside).Inc()
 	}
-	if key != "" {
-		s.ledger.Release(key)
-	}
+	redecisions.WithLabelValues(redecideLocked).Inc()
+	defer s.ledger.LockTree(tenant)()
+	s.ledger.Release(key)
 	r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
 	if err != nil {
 		return err
 	}
+	s.reserve(tenant, key, r)
+	return nil
+}
+
+// view is what a decision of the workload reserved under key reads: the
+// usage of tenant's chain without that reservation (and without the pods
+// of ownerUID when set), and the topology snapshot.
+func (s *State) view(tenant, key, ownerUID string) View {
+	return View{Usage: s.ledger.UsageWithout(tenant, key, ownerUID), Cluster: s.Snapshot()}
+}
+
+// commitLocal commits r, decided on v, under the tree's lock: key's earlier
+// reservation is released and r reserved if it still stands on the usage
+// now. false (nothing changed) when a limit it relied on flipped.
+func (s *State) commitLocal(tenant, key, ownerUID string, v View, r Reservation) bool {
+	defer s.ledger.LockTree(tenant)()
+	if len(r.GPUs) == 0 {
+		// Reserving nothing only frees quota: it stands whatever the usage.
+		s.ledger.Release(key)
+		return true
+	}
+	// The re-check, release and reservation are one step of the ledger,
+	// so the tree's lock is held for microseconds.
+	return s.ledger.ReserveIf(key, tenant, ownerUID, r.GPUs, r.Preemptible, s.confirmationWindow(),
+		func(now map[string]map[string]ledger.Usage) bool { return r.stands(v.Usage, now) })
+}
+
+func (s *State) reserve(tenant, key string, r Reservation) {
 	if key != "" && tenant != "" && len(r.GPUs) > 0 {
 		s.ledger.Reserve(key, tenant, r.GPUs, r.Preemptible, s.confirmationWindow())
 	}
-	return nil
 }

@@ -1,5 +1,7 @@
 package evaluator
 
+import "github.com/mandate-dev/mandate/ledger"
+
 // Dimension is the part of the authority model a violation belongs to.
 type Dimension string
 
@@ -46,6 +48,14 @@ type Decision struct {
 	// Explanations say, per dimension, the verdict, the limit and the
 	// current value, so a person sees why.
 	Explanations []Explanation `json:"explanations"`
+	// Relied are the quota limits the decision took from Input.Usage
+	// (decision.relied), so that it can be committed without having been
+	// made under the tenant tree's lock: the commit re-checks each one
+	// against the usage then (cluster.State.DecideExcluding). ReliedKnown
+	// says the policy exported them; a policy that does not is taken to
+	// rely on every usage entry of the tenant chain.
+	Relied      []ledger.Limit `json:"-"`
+	ReliedKnown bool           `json:"-"`
 }
 
 // Violation is one reason to deny.

@@ -110,6 +110,35 @@ func TestDecideUsesUsage(t *testing.T) {
 	require.True(t, d.Directives.Preemptible, "work beyond the guarantee is turned preemptible")
 }
 
+// TestDecideExportsReliedLimits: the default policies list the quota
+// limits of the tenant chain with the usage they saw and the outcomes they
+// took from it; a policy without decision.relied says it exported none.
+func TestDecideExportsReliedLimits(t *testing.T) {
+	usage := map[string]map[string]ledger.Usage{
+		"product": {"nvidia.com/gpu": {Total: 128, NonPreemptible: 124}},
+		"helix":   {"nvidia.com/gpu": {Total: 200, NonPreemptible: 150}},
+	}
+	in := input("product", 1, 8, usage)
+	in.Workload.PriorityClass = "build"
+	in.Cluster = fixture(t)
+	d, err := defaultEvaluator(t).Decide(context.Background(), in)
+	require.NoError(t, err)
+	require.True(t, d.ReliedKnown)
+	require.Equal(t, []ledger.Limit{
+		{Tenant: "product", Key: "nvidia.com/gpu", Ceiling: 160, Guaranteed: 128, Demand: 8,
+			Seen: ledger.Usage{Total: 128, NonPreemptible: 124}, Busy: false, OverGuarantee: true},
+		{Tenant: "helix", Key: "nvidia.com/gpu", Ceiling: 384, Guaranteed: 320, Demand: 8,
+			Seen: ledger.Usage{Total: 200, NonPreemptible: 150}, Busy: false, OverGuarantee: false},
+	}, d.Relied)
+
+	ev, err := evaluator.New(context.Background(), policy(t, "package mandate\ndecision := {\"allowed\": true}"), evaluator.Options{})
+	require.NoError(t, err)
+	d, err = ev.Decide(context.Background(), input("t", 1, 1, nil))
+	require.NoError(t, err)
+	require.False(t, d.ReliedKnown)
+	require.Empty(t, d.Relied)
+}
+
 // policy is a minimal authority model with the given decision rules.
 func policy(t *testing.T, rego string) *evaluator.Policy {
 	t.Helper()
@@ -152,6 +181,10 @@ func TestDecideRejectsMalformedDecisions(t *testing.T) {
 		{"dryrun entry not an object", `decision := {"allowed": true, "dryrun": ["x"]}`, "decision.dryrun[0] is string, want an object"},
 		{"unknown enforcement", `decision := {"allowed": true, "warned": [{"code": "X", "enforcement": "maybe"}]}`,
 			`decision.warned[0].enforcement is "maybe", want deny, warn or dryrun`},
+		{"relied limit without outcomes", `decision := {"allowed": true, "relied": [{"tenant": "t", "usage": "g", "seen": {}}]}`,
+			"decision.relied[0].busy is missing"},
+		{"relied ceiling not a number", `decision := {"allowed": true, "relied": [{"tenant": "t", "ceiling": "8", "seen": {}, "busy": false, "overGuarantee": false}]}`,
+			"decision.relied[0].ceiling is string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, err := evaluator.New(context.Background(), policy(t, "package mandate\n"+tc.rego), evaluator.Options{})

@@ -2,6 +2,8 @@ package evaluator
 
 import (
 	"fmt"
+
+	"github.com/mandate-dev/mandate/ledger"
 )
 
 // decodeDecision reads the generic values of the decision (and, when asked
@@ -28,6 +30,10 @@ func decodeDecision(v, explanations any) (Decision, error) {
 	}
 	if raw, ok := obj["directives"]; ok {
 		d.Directives = r.directives(r.object(raw, "decision.directives"))
+	}
+	if _, ok := obj["relied"]; ok {
+		d.ReliedKnown = true
+		d.Relied = r.relied(obj)
 	}
 	if explanations != nil {
 		list, ok := explanations.([]any)
@@ -139,6 +145,11 @@ func (r *reader) boolean(m map[string]any, prefix, key string, required bool) bo
 }
 
 func (r *reader) integer(m map[string]any, key string) int {
+	return r.integerAt(m, "directives", key)
+}
+
+// integerAt reads m[key]; prefix names m in messages.
+func (r *reader) integerAt(m map[string]any, prefix, key string) int {
 	raw, ok := m[key]
 	if !ok {
 		return 0
@@ -153,11 +164,11 @@ func (r *reader) integer(m map[string]any, key string) int {
 	case interface{ Int64() (int64, error) }: // json.Number
 		i, err := n.Int64()
 		if err != nil {
-			r.fail("directives.%s is %v, want a whole number", key, raw)
+			r.fail("%s.%s is %v, want a whole number", prefix, key, raw)
 		}
 		return int(i)
 	}
-	r.fail("directives.%s is %T, want a number", key, raw)
+	r.fail("%s.%s is %T, want a number", prefix, key, raw)
 	return 0
 }
 
@@ -195,4 +206,65 @@ func (r *reader) directives(m map[string]any) Directives {
 		Labels:         r.strings(m, "labels"),
 		Annotations:    r.strings(m, "annotations"),
 	}
+}
+
+// relied reads decision.relied: the quota limits the decision relied on
+// (mandate.quota.relied). It runs on every admission: field names are
+// only built for an error.
+func (r *reader) relied(obj map[string]any) []ledger.Limit {
+	list := r.list(obj, "relied")
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]ledger.Limit, len(list))
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			r.fail("decision.relied[%d] is %T, want an object", i, item)
+			return nil
+		}
+		lim := &out[i]
+		var ir reader
+		lim.Tenant = ir.text(m, "tenant")
+		lim.Key = ir.text(m, "usage")
+		lim.Ceiling = ir.integerAt(m, "", "ceiling")
+		lim.Guaranteed = ir.integerAt(m, "", "guaranteed")
+		lim.Demand = ir.integerAt(m, "", "demand")
+		seen, ok := m["seen"].(map[string]any)
+		if !ok {
+			ir.fail(".seen is %T, want an object", m["seen"])
+		}
+		lim.Seen = ledger.Usage{Total: ir.integerAt(seen, ".seen", "total"), NonPreemptible: ir.integerAt(seen, ".seen", "nonPreemptible")}
+		lim.Busy = ir.flag(m, "busy")
+		lim.OverGuarantee = ir.flag(m, "overGuarantee")
+		if ir.err != nil {
+			r.fail("decision.relied[%d]%v", i, ir.err)
+			return nil
+		}
+	}
+	return out
+}
+
+// text reads the string m[key] ("" when missing); messages name it ".key".
+func (r *reader) text(m map[string]any, key string) string {
+	s, ok := m[key].(string)
+	if !ok && m[key] != nil {
+		r.fail(".%s is %T, want a string", key, m[key])
+	}
+	return s
+}
+
+// flag reads the boolean m[key], which must be there; messages name it
+// ".key" (the caller prefixes where m is).
+func (r *reader) flag(m map[string]any, key string) bool {
+	raw, ok := m[key]
+	if !ok {
+		r.fail(".%s is missing", key)
+		return false
+	}
+	b, ok := raw.(bool)
+	if !ok {
+		r.fail(".%s is %T, want a boolean", key, raw)
+	}
+	return b
 }

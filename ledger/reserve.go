@@ -266,10 +266,10 @@ func (l *Ledger) Reservations() int {
 	return n
 }
 
-// LockTree serialises deciding and reserving for one tenant tree (the
-// tenant's root and everything below it): between reading usage and
-// reserving, no other admission of the same tree may read. It returns the
-// unlock function.
+// LockTree serialises the quota commits of one tenant tree (the tenant's
+// root and everything below it): between re-checking the usage a decision
+// relied on and reserving, no other admission of the same tree may
+// commit. It returns the unlock function.
 func (l *Ledger) LockTree(tenant string) func() {
 	v, _ := l.trees.LoadOrStore(l.RootOf(tenant), &sync.Mutex{})
 	m := v.(*sync.Mutex)

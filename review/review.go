@@ -175,13 +175,15 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	var d evaluator.Decision
 	var reserved cluster.Reservation
 	key := reservationKey(w, req)
-	// The quota transaction: reading usage, deciding and reserving happen
-	// as one, so concurrent admissions never both spend the same quota.
-	// Rendering and patching come after it.
+	// The quota transaction: concurrent admissions never both spend the
+	// same quota. The decision runs outside the tenant tree's lock; its
+	// commit re-checks the quota limits it relied on and calls this again
+	// when a concurrent reservation flipped one. Rendering and patching
+	// come after it.
 	err = s.State.DecideExcluding(ctx, w.Tenant, key, exclude, func(v cluster.View) (cluster.Reservation, error) {
 		in.Usage, in.Cluster = v.Usage, v.Cluster
 		var err error
-		if d, err = decider.Decide(ctx, in); err != nil {
+		if d, err = decideBounded(ctx, decider, in); err != nil {
 			return cluster.Reservation{}, err
 		}
 		d = scheduler.RefuseUnrenderable(w, d)
@@ -189,6 +191,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 			d.Warnings = append(append([]string(nil), d.Warnings...), claimWarnings...)
 		}
 		reserved = reservation(w, d, req.DryRun)
+		reserved.Relied, reserved.ReliedKnown = d.Relied, d.ReliedKnown
 		return reserved, nil
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,14 +19,20 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
-	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/workload"
 )
 
 func exampleReviewer(t *testing.T) *review.Service {
 	t.Helper()
-	ev := fixtures.Evaluator(t, "test", nil)
+	// Bursts of admissions decide at once, with the race detector on a busy
+	// machine too: the evaluation deadline (which bounds a runaway policy,
+	// tested in package evaluator) must not be what fails them.
+	p, err := evaluator.LoadFS(policies.FS, "test")
+	require.NoError(t, err)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{Timeout: time.Minute})
+	require.NoError(t, err)
 	state, err := cluster.New(ev.Model())
 	require.NoError(t, err)
 	require.NoError(t, state.LoadFile("../examples/cluster.yaml"))

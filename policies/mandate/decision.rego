@@ -9,6 +9,9 @@
 #   warned the warn-stage ones (admitted; their messages, prefixed with the
 #   code, are among warnings) and dryrun the dryrun-stage ones (admitted
 #   silently, only recorded).
+#   relied lists the quota limits the decision took from input.usage (see
+#   mandate.quota.relied), so that it can be committed without deciding
+#   under a lock.
 #   explanations, on demand (denials, mandate eval, decision logs): per
 #   dimension the verdict, the limit and the current value.
 package mandate
@@ -46,6 +49,7 @@ decision := {
 		[m | some v in staged; m := _staged_warning(v)],
 	)),
 	"directives": array.concat([d | d := directives.directives], [{}])[0],
+	"relied": quota.relied,
 } if {
 	denies := ((((tenancy.deny | priority.deny) | quota.deny) | topology.deny) | preemption.deny) | directives.deny
 

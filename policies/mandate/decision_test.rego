@@ -104,3 +104,11 @@ test_explanation_verdict_follows_the_stage if {
 	}
 	verdicts == {"deny": "deny", "warn": "warn", "dryrun": "dryrun"}
 }
+
+# The decision carries the quota limits it relied on, for the commit.
+test_decision_exports_relied_limits if {
+	inp := testing.input_for("lab-a", testing.gang(3, 8))
+	d := mandate.decision with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	[[r.tenant, r.busy, r.overGuarantee] | some r in d.relied] == [["lab-a", false, true], ["lab", false, false], ["org", false, false]]
+}

@@ -75,6 +75,23 @@ func sharedLedgerBurst(t *testing.T, n int) {
 	}
 }
 
+// TestSharedLedgerDecidesOutsideTheTreeLock: with the shared ledger, two
+// admissions of one tree are inside their decisions at once (the decision
+// runs outside the tree's lock; only staging and the compare-and-swap are
+// serialised), and 200 concurrent one-GPU build pods still leave exactly
+// product's remaining guarantee non-preemptible: the stage re-checks the
+// limits each decision relied on.
+func TestSharedLedgerDecidesOutsideTheTreeLock(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	env := envtest.Start(t)
+	replica := ledgerReplicas(t, env, 1, true)[0]
+	replica.Decider = &reviewtest.MeetingDecider{Next: replica.Decider}
+	out := decideBurst(t, []*review.Service{replica}, 200, 16, 0)
+	if out.nonPreemptible != productGuaranteeLeft {
+		t.Fatalf("%d pods run non-preemptible, want exactly product's remaining guarantee of %d", out.nonPreemptible, productGuaranteeLeft)
+	}
+}
+
 // BenchmarkAdmissionLedger (make bench-admission) measures what the quota
 // ledger adds to a decision: b.N one-GPU pods of tenant product decided by
 // 16 concurrent callers, with each replica's own in-memory ledger (the

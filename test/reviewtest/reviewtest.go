@@ -6,9 +6,11 @@ package reviewtest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +51,33 @@ func (r *RecordingDecider) Last() evaluator.Input {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last
+}
+
+// MeetingDecider holds its first two decisions until both are inside
+// Decide (so they provably run at once; a second one that never starts
+// fails the first after a generous deadline, which is not asserted on),
+// then decides every workload with Next.
+type MeetingDecider struct {
+	Next    review.Decider
+	entered atomic.Int32
+	once    sync.Once
+	both    chan struct{}
+}
+
+// Decide implements review.Decider.
+func (m *MeetingDecider) Decide(ctx context.Context, in evaluator.Input) (evaluator.Decision, error) {
+	m.once.Do(func() { m.both = make(chan struct{}) })
+	switch m.entered.Add(1) {
+	case 1:
+		select {
+		case <-m.both:
+		case <-time.After(2 * time.Minute):
+			return evaluator.Decision{}, errors.New("the second decision never started while the first was deciding")
+		}
+	case 2:
+		close(m.both)
+	}
+	return m.Next.Decide(ctx, in)
 }
 
 // FailingDecider fails every decision with Err.

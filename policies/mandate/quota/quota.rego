@@ -31,7 +31,7 @@ _no_usage := {"total": 0, "nonPreemptible": 0}
 _resource_limit(t) := [l |
 	r := input.workload.gpuResource
 	q := model.tenants[t].quota[r]
-	l := {"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, r], _no_usage), "what": r}
+	l := {"tenant": t, "quota": q, "key": r, "usage": object.get(input, ["usage", t, r], _no_usage), "what": r}
 ]
 
 _product_limit(t) := [l |
@@ -40,7 +40,7 @@ _product_limit(t) := [l |
 	p != ""
 	q := model.tenants[t].quota[r].products[p]
 	key := sprintf("%s@%s", [r, p])
-	l := {"tenant": t, "quota": q, "usage": object.get(input, ["usage", t, key], _no_usage), "what": sprintf("%s %s", [p, r])}
+	l := {"tenant": t, "quota": q, "key": key, "usage": object.get(input, ["usage", t, key], _no_usage), "what": sprintf("%s %s", [p, r])}
 ]
 
 # The limited tenants whose ceiling the workload exceeds on its own, whose
@@ -63,6 +63,32 @@ _busy := [l |
 _guarantee := [l |
 	some l in _limited
 	l.usage.nonPreemptible + input.workload.totalGPUs > l.quota.guaranteed
+]
+
+# relied: every quota limit this decision read usage of, with what it saw
+# and the outcomes it took from it, so that the decision can be made
+# without holding the tenant tree's lock and committed only if no
+# concurrent reservation flipped one of them (the Go side re-checks each
+# against the usage at commit: cluster.State.DecideExcluding). busy: the
+# limit's usage and the demand exceed its ceiling; overGuarantee: its
+# non-preemptible usage and the demand exceed its guarantee. Exported by
+# data.mandate.decision as "relied"; a custom quota policy that reads
+# input.usage must list there every limit it read, or export no "relied"
+# at all (then every change of the tenant chain's usage counts as a flip).
+relied := [r |
+	lib.gpu_workload
+	n := input.workload.totalGPUs
+	some l in _limited
+	r := {
+		"tenant": l.tenant,
+		"usage": l.key,
+		"ceiling": l.quota.ceiling,
+		"guaranteed": l.quota.guaranteed,
+		"demand": n,
+		"seen": l.usage,
+		"busy": (l.usage.total + n) > l.quota.ceiling,
+		"overGuarantee": (l.usage.nonPreemptible + n) > l.quota.guaranteed,
+	}
 ]
 
 deny contains v if {

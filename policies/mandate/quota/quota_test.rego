@@ -181,3 +181,31 @@ test_tenants_without_product_quotas_ignore_the_product if {
 	inp := testing.input_for("lab-b", _product_job(8, _h100))
 	quota.explain.limit == "tenant lab-b: guaranteed 8, ceiling 32 nvidia.com/gpu" with input as inp with data.mandate.model as testing.model
 }
+
+# relied: the limits the decision read usage of, nearest tenant first, with
+# what it saw and the outcomes it took from them, for the commit's re-check.
+
+test_relied_lists_every_limit_of_the_chain_with_its_outcomes if {
+	inp := object.union(testing.input_for("lab-b", testing.gang(2, 8)), {"usage": _usage("lab", 70, 0)})
+	quota.relied == [
+		{"tenant": "lab-b", "usage": "nvidia.com/gpu", "ceiling": 32, "guaranteed": 8, "demand": 16, "seen": {"total": 0, "nonPreemptible": 0}, "busy": false, "overGuarantee": true},
+		{"tenant": "lab", "usage": "nvidia.com/gpu", "ceiling": 80, "guaranteed": 32, "demand": 16, "seen": {"total": 70, "nonPreemptible": 0}, "busy": true, "overGuarantee": false},
+		{"tenant": "org", "usage": "nvidia.com/gpu", "ceiling": 96, "guaranteed": 64, "demand": 16, "seen": {"total": 0, "nonPreemptible": 0}, "busy": false, "overGuarantee": false},
+	] with input as inp with data.mandate.model as testing.model
+}
+
+test_relied_names_the_product_limit_before_the_resource if {
+	relied := quota.relied with input as _svc_input(8, _h100) with data.mandate.model as testing.model
+	[[r.tenant, r.usage, r.overGuarantee] | some r in relied] == [
+		["svc", "nvidia.com/gpu@NVIDIA-H100-80GB-HBM3", false],
+		["svc", "nvidia.com/gpu", false],
+		["org", "nvidia.com/gpu", false],
+	]
+	relied[0].seen == {"total": 8, "nonPreemptible": 8}
+	relied[0].guaranteed == 16
+}
+
+test_relied_is_empty_without_gpus if {
+	inp := testing.input_for("lab", {"gpusPerPod": 0, "totalGPUs": 0, "gpuResource": ""})
+	quota.relied == [] with input as inp with data.mandate.model as testing.model
+}
