@@ -87,7 +87,7 @@ func runAudit(ctx context.Context, out io.Writer, o auditOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ev, err := evaluator.New(ctx, policy, evaluator.Options{})
+	ev, err := evaluator.New(ctx, policy, offlineEvaluation)
 	if err != nil {
 		return 0, fmt.Errorf("unable to prepare the candidate policy: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +95,7 @@ func runEval(ctx context.Context, out, errOut io.Writer, o evalOptions) (int, er
 	if err != nil {
 		return 0, err
 	}
-	ev, err := evaluator.New(ctx, policy, evaluator.Options{})
+	ev, err := evaluator.New(ctx, policy, offlineEvaluation)
 	if err != nil {
 		return 0, err
 	}
@@ -127,6 +128,12 @@ func runEval(ctx context.Context, out, errOut io.Writer, o evalOptions) (int, er
 	}
 	return exitAdmitted, nil
 }
+
+// offlineEvaluation is how the commands a person runs at a terminal (eval,
+// audit, explain, report) evaluate: the production deadline protects an
+// API server waiting on the webhook, while a busy laptop or CI machine
+// should make these slower, never fail them.
+var offlineEvaluation = evaluator.Options{Timeout: time.Minute}
 
 func loadPolicy(dir string) (*evaluator.Policy, error) {
 	if dir == "" {

@@ -73,7 +73,7 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 	if err != nil {
 		return 0, err
 	}
-	ev, err := evaluator.New(ctx, policy, evaluator.Options{})
+	ev, err := evaluator.New(ctx, policy, offlineEvaluation)
 	if err != nil {
 		return 0, fmt.Errorf("unable to prepare the policy: %w", err)
 	}

@@ -60,7 +60,7 @@ func runReport(ctx context.Context, out io.Writer, o auditOptions) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	ev, err := evaluator.New(ctx, policy, evaluator.Options{})
+	ev, err := evaluator.New(ctx, policy, offlineEvaluation)
 	if err != nil {
 		return 0, fmt.Errorf("unable to prepare the policy: %w", err)
 	}
