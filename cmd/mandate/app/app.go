@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -103,7 +104,10 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		Logger: ctrl.LoggerFrom(ctx),
 		// Controller names are unique within this manager (one per
 		// kind); a process runs one manager, but tests start several.
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		// The informers keep of Pods and Nodes only what the decisions
+		// read: at 100k pods the whole objects are gigabytes.
+		Cache:                  cache.Options{ByObject: cluster.StripTransforms()},
 		HealthProbeBindAddress: c.HealthAddr,
 		Metrics:                metricsOptions(c, s.BundleStatus),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
@@ -466,10 +470,12 @@ func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager
 
 // waitForSync marks the state synced once the cache is.
 func (s *Server) waitForSync(ctx context.Context) error {
+	started := time.Now()
+	ctrl.LoggerFrom(ctx).Info("informers started: waiting for the cluster state")
 	if s.Manager.GetCache().WaitForCacheSync(ctx) {
 		s.cacheSynced.Store(true)
 		cluster.ReportSynced(true)
-		ctrl.LoggerFrom(ctx).Info("cluster state synced")
+		ctrl.LoggerFrom(ctx).Info("cluster state synced", "took", time.Since(started).String())
 	}
 	return nil
 }
