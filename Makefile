@@ -86,6 +86,10 @@ bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pur
 bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
 	$(GO) test ./test/e2e/ -run '^$$' -bench '^BenchmarkAdmissionLedger$$' -benchtime 1000x -timeout 30m
 
+.PHONY: bench-scale
+bench-scale: envtest-assets ## serve at the reference scale on a real API server: 12,500 nodes × 8 GPUs and BENCH_SCALE_PODS pods (default 10k…150k); ready time, RSS, decision latency, a 1,000-pod gang.
+	$(GO) test -tags benchscale ./test/benchscale/ -run '^TestBenchScale$$' -v -count 1 -timeout 6h
+
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
 	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest
