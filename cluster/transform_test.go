@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
@@ -151,6 +152,15 @@ func TestStripExampleCluster(t *testing.T) {
 	}
 }
 
+// losing is a careless strip: StripPod after drop has lost a field.
+func losing(drop func(*corev1.Pod)) func(*corev1.Pod) *corev1.Pod {
+	return func(p *corev1.Pod) *corev1.Pod {
+		p = p.DeepCopy()
+		drop(p)
+		return StripPod(p)
+	}
+}
+
 // TestStripDecidesTheSame is the property strip(obj) decided == obj decided:
 // random clusters whose pods and nodes vary every field the decisions read
 // (and carry the bulk they do not) give the same usage, placement and
@@ -162,21 +172,25 @@ func TestStripDecidesTheSame(t *testing.T) {
 		pod  func(*corev1.Pod) *corev1.Pod
 		node func(*corev1.Node) *corev1.Node
 	}{
-		"pod priorityClassName": {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Spec.PriorityClassName = ""; return p }},
-		"pod labels":            {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Labels = nil; return p }},
-		"pod annotations":       {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Annotations = nil; return p }},
-		"pod ownerReferences":   {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.OwnerReferences = nil; return p }},
-		"pod nodeName":          {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Spec.NodeName = ""; return p }},
-		"pod phase":             {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Status.Phase = ""; return p }},
-		"pod nodeSelector":      {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Spec.NodeSelector = nil; return p }},
-		"pod init containers":   {pod: func(p *corev1.Pod) *corev1.Pod { p = StripPod(p); p.Spec.InitContainers = nil; return p }},
-		"pod limits": {pod: func(p *corev1.Pod) *corev1.Pod {
-			p = StripPod(p)
+		"pod priorityClassName": {pod: losing(func(p *corev1.Pod) { p.Spec.PriorityClassName = "" })},
+		"pod labels":            {pod: losing(func(p *corev1.Pod) { p.Labels = nil })},
+		"pod annotations":       {pod: losing(func(p *corev1.Pod) { p.Annotations = nil })},
+		"pod ownerReferences":   {pod: losing(func(p *corev1.Pod) { p.OwnerReferences = nil })},
+		"pod nodeName":          {pod: losing(func(p *corev1.Pod) { p.Spec.NodeName = "" })},
+		"pod phase":             {pod: losing(func(p *corev1.Pod) { p.Status.Phase = "" })},
+		"pod nodeSelector":      {pod: losing(func(p *corev1.Pod) { p.Spec.NodeSelector = nil })},
+		"pod affinity":          {pod: losing(func(p *corev1.Pod) { p.Spec.Affinity = nil })},
+		"pod init containers":   {pod: losing(func(p *corev1.Pod) { p.Spec.InitContainers = nil })},
+		"pod sidecars": {pod: losing(func(p *corev1.Pod) {
+			for i := range p.Spec.InitContainers {
+				p.Spec.InitContainers[i].RestartPolicy = nil
+			}
+		})},
+		"pod limits": {pod: losing(func(p *corev1.Pod) {
 			for i := range p.Spec.Containers {
 				p.Spec.Containers[i].Resources.Limits = nil
 			}
-			return p
-		}},
+		})},
 		"node labels":        {node: func(n *corev1.Node) *corev1.Node { n = StripNode(n); n.Labels = nil; return n }},
 		"node taints":        {node: func(n *corev1.Node) *corev1.Node { n = StripNode(n); n.Spec.Taints = nil; return n }},
 		"node unschedulable": {node: func(n *corev1.Node) *corev1.Node { n = StripNode(n); n.Spec.Unschedulable = false; return n }},
@@ -222,19 +236,22 @@ func TestStripDropsTheBulk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	nodes, pods, _ := randomCluster(rng)
 	for _, p := range pods {
-		s := StripPod(p)
-		if s.ManagedFields != nil || s.Spec.Volumes != nil || s.Status.Conditions != nil || s.Status.ContainerStatuses != nil {
-			t.Fatalf("pod %s keeps fields no decision reads: %+v", p.Name, s)
-		}
-		for _, c := range s.Spec.Containers {
-			if c.Image != "" || c.Env != nil || c.Resources.Requests[corev1.ResourceCPU] != (resource.Quantity{}) {
-				t.Fatalf("pod %s keeps container fields no decision reads: %+v", p.Name, c)
+		f := CompactPod(p)
+		for k := range f.Labels {
+			if !PodKeyKept(k) {
+				t.Fatalf("pod %s keeps label %s no decision reads", p.Name, k)
 			}
 		}
+		if f.ManagedFields != nil || len(f.OwnerReferences) > 1 {
+			t.Fatalf("pod %s keeps metadata no decision reads: %+v", p.Name, f.ObjectMeta)
+		}
 		full, _ := json.Marshal(p)
-		small, _ := json.Marshal(s)
-		if len(small)*2 > len(full) {
-			t.Errorf("pod %s: stripped %d bytes of %d: less than half dropped", p.Name, len(small), len(full))
+		small, _ := json.Marshal(f)
+		if len(small)*3 > len(full) {
+			t.Errorf("pod %s: stored %d bytes of %d: less than two thirds dropped", p.Name, len(small), len(full))
+		}
+		if c := f.DeepCopyObject().(*PodFacts); !reflect.DeepEqual(c, f) {
+			t.Errorf("DeepCopyObject() = %+v, want %+v", c, f)
 		}
 	}
 	for _, n := range nodes {
@@ -259,8 +276,8 @@ func TestStripDropsTheBulk(t *testing.T) {
 		t.Errorf("Transform(namespace) = %v, %v; want it untouched", got, err)
 	}
 	got, err := tr.Transform(pods[0])
-	if err != nil || got.(*corev1.Pod).ManagedFields != nil {
-		t.Errorf("Transform(pod) = %v, %v; want it stripped", got, err)
+	if f, ok := got.(*PodFacts); err != nil || !ok || f.Name != pods[0].Name {
+		t.Errorf("Transform(pod) = %v, %v; want its PodFacts", got, err)
 	}
 }
 
@@ -407,4 +424,36 @@ func randomCluster(rng *rand.Rand) ([]*corev1.Node, []*corev1.Pod, []string) {
 		pods = append(pods, p)
 	}
 	return nodes, pods, owners
+}
+
+// TestWatchPodFacts: the Pod informer of a stripped cache carries PodFacts;
+// Watch counts them on add and forgets them on delete.
+func TestWatchPodFacts(t *testing.T) {
+	ctx := t.Context()
+	s, err := New(fixtures.Evaluator(t, "embedded", nil).Model())
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers := &informertest.FakeInformers{}
+	if err := s.Watch(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := informers.FakeInformerFor(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Synced() {
+		t.Error("Synced() = false with every (fake) informer's handler synced")
+	}
+	s.UpsertNamespace(fixtures.TenantNamespace("vision", "research-vision"))
+	pod := topologytest.GPUPod("vision", "p", 3, topologytest.InPhase(corev1.PodRunning))
+	gpus := func() int { return s.Usage("research-vision")["research-vision"]["nvidia.com/gpu"].Total }
+	pods.Add(CompactPod(pod))
+	if got := gpus(); got != 3 {
+		t.Fatalf("after adding the pod's facts: research-vision uses %d GPUs, want 3", got)
+	}
+	pods.Delete(CompactPod(pod))
+	if got := gpus(); got != 0 {
+		t.Fatalf("after deleting the pod's facts: research-vision uses %d GPUs, want 0", got)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -468,11 +469,16 @@ func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager
 	return rot, nil
 }
 
-// waitForSync marks the state synced once the cache is.
+// waitForSync marks the state synced once the cache is and the state has
+// taken in the informers' first listings.
 func (s *Server) waitForSync(ctx context.Context) error {
 	started := time.Now()
 	ctrl.LoggerFrom(ctx).Info("informers started: waiting for the cluster state")
-	if s.Manager.GetCache().WaitForCacheSync(ctx) {
+	// The informers have stored their first listings; the state must
+	// also have taken them in before a decision may rely on it.
+	synced := s.Manager.GetCache().WaitForCacheSync(ctx) &&
+		wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return s.State.Synced(), nil }) == nil
+	if synced {
 		s.cacheSynced.Store(true)
 		cluster.ReportSynced(true)
 		ctrl.LoggerFrom(ctx).Info("cluster state synced", "took", time.Since(started).String())
