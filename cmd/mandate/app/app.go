@@ -473,7 +473,6 @@ func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager
 // taken in the informers' first listings.
 func (s *Server) waitForSync(ctx context.Context) error {
 	started := time.Now()
-	ctrl.LoggerFrom(ctx).Info("informers started: waiting for the cluster state")
 	// The informers have stored their first listings; the state must
 	// also have taken them in before a decision may rely on it.
 	synced := s.Manager.GetCache().WaitForCacheSync(ctx) &&
@@ -481,7 +480,7 @@ func (s *Server) waitForSync(ctx context.Context) error {
 	if synced {
 		s.cacheSynced.Store(true)
 		cluster.ReportSynced(true)
-		ctrl.LoggerFrom(ctx).Info("cluster state synced", "took", time.Since(started).String())
+		ctrl.LoggerFrom(ctx).Info("cluster state synced", "stateBehindCache", time.Since(started).String())
 	}
 	return nil
 }
