@@ -20,7 +20,10 @@
 // none, so a gang still fits), BENCH_SCALE_COMPARE (a second mandate
 // binary, e.g. an older build, run beside this one at every pod count),
 // BENCH_SCALE_GOMEMLIMIT (serve's GOMEMLIMIT; default the chart's memory
-// limit, as the chart sets it; empty for none).
+// limit, as the chart sets it; empty for none), BENCH_SCALE_HEAP_PROFILE
+// (a directory: after the last pod count, serve runs in this process for
+// a minute and its heap profile at the peak is written there and its top
+// printed).
 package benchscale
 
 import (
@@ -77,7 +80,7 @@ const (
 	chartMemoryLimit = 1 << 30
 )
 
-type config struct {
+type benchConfig struct {
 	pods      []int
 	nodes     int
 	workers   int
@@ -102,8 +105,8 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-func readConfig(t *testing.T) config {
-	c := config{nodes: envInt(t, "BENCH_SCALE_NODES", 12500), workers: envInt(t, "BENCH_SCALE_WORKERS", 64),
+func readConfig(t *testing.T) benchConfig {
+	c := benchConfig{nodes: envInt(t, "BENCH_SCALE_NODES", 12500), workers: envInt(t, "BENCH_SCALE_WORKERS", 64),
 		gang: envInt(t, "BENCH_SCALE_GANG", 1000), decisions: envInt(t, "BENCH_SCALE_DECISIONS", 300), gpuFill: 0.8}
 	pods := os.Getenv("BENCH_SCALE_PODS")
 	if pods == "" {
@@ -230,6 +233,9 @@ func TestBenchScale(t *testing.T) {
 		hooks.unregister(ctx)
 	}
 	fmt.Print(report(rows, cfg))
+	if dir := os.Getenv("BENCH_SCALE_HEAP_PROFILE"); dir != "" {
+		heapProfile(t, env, policies, dir, loaded, 75*time.Second)
+	}
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
@@ -274,7 +280,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float6
 
 func mib(kb int64) string { return fmt.Sprintf("%dMiB", kb/1024) }
 
-func report(rows []row, cfg config) string {
+func report(rows []row, cfg benchConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nbench-scale: %d nodes × %d GPUs, pods bound and Running (1 GPU each up to %.0f%% of the GPUs, none beyond); chart memory limit %s; serve's GOMEMLIMIT %q\n",
 		cfg.nodes, gpusPerNode, cfg.gpuFill*100, mib(chartMemoryLimit/1024), cfg.memLimit)
@@ -295,7 +301,7 @@ func report(rows []row, cfg config) string {
 
 // measure starts serve, waits for /readyz, and measures memory, decisions
 // and one gang, then stops serve.
-func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Client, cfg config, binary, kubeconfig, policies string, pods int, gang string) row {
+func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Client, cfg benchConfig, binary, kubeconfig, policies string, pods int, gang string) row {
 	t.Helper()
 	hooks := env.Environment.WebhookInstallOptions
 	health, metrics := freeAddr(t), freeAddr(t)
@@ -452,7 +458,7 @@ type gangResult struct {
 // template, controlled by it, cfg.workers at a time. Every pod must be
 // admitted as a member of the gang (the Job's directives); a create that
 // fails is an owner-read failure the Job controller would retry.
-func runGang(t *testing.T, ctx context.Context, c client.Client, cfg config, name string) gangResult {
+func runGang(t *testing.T, ctx context.Context, c client.Client, cfg benchConfig, name string) gangResult {
 	t.Helper()
 	job := jobOf(name, cfg.gang)
 	t0 := time.Now()
