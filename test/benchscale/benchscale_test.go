@@ -251,6 +251,7 @@ type row struct {
 	rssAfter, hwmAfter int64
 	p50, p99, max      time.Duration
 	decisions          int
+	decideErrors       int           // server errors (evaluation deadline) among them
 	gangTotal          time.Duration // the Job's create to the last pod admitted
 	lastPod            time.Duration // the last pod's create to its admission
 	podP50, podP99     time.Duration
@@ -261,11 +262,11 @@ type row struct {
 
 func (r row) String() string {
 	return fmt.Sprintf("%s, %d pods (%d with GPUs): ready %s (%s after the manager started its informers; state behind the cache by %s; first correct decision at %s), RSS at ready %s (HWM %s), after load %s (HWM %s); "+
-		"decisions c=1 p50 %s p99 %s max %s over %d; gang: Job create → last pod admitted %s, last pod create → admitted %s, "+
+		"decisions c=1 p50 %s p99 %s max %s over %d (%d not decided in time); gang: Job create → last pod admitted %s, last pod create → admitted %s, "+
 		"pod admission p50 %s p99 %s max %s, owner-read failures %d; %s",
 		r.binary, r.pods, r.gpuPods, r.ready.Round(10*time.Millisecond), orNA(r.informers), orNA(r.stateLag), r.decides.Round(10*time.Millisecond),
 		mib(r.rssReady), mib(r.hwmReady),
-		mib(r.rssAfter), mib(r.hwmAfter), ms(r.p50), ms(r.p99), ms(r.max), r.decisions, r.gangTotal.Round(time.Millisecond),
+		mib(r.rssAfter), mib(r.hwmAfter), ms(r.p50), ms(r.p99), ms(r.max), r.decisions, r.decideErrors, r.gangTotal.Round(time.Millisecond),
 		ms(r.lastPod), ms(r.podP50), ms(r.podP99), ms(r.podMax), r.ownerFailures, r.load)
 }
 
@@ -284,16 +285,16 @@ func report(rows []row, cfg benchConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nbench-scale: %d nodes × %d GPUs, pods bound and Running (1 GPU each up to %.0f%% of the GPUs, none beyond); chart memory limit %s; serve's GOMEMLIMIT %q\n",
 		cfg.nodes, gpusPerNode, cfg.gpuFill*100, mib(chartMemoryLimit/1024), cfg.memLimit)
-	fmt.Fprintf(&b, "| binary | pods | ready | ready after informers start | first correct decision | RSS ready (HWM) | RSS after load (HWM) | ≤ limit | decision c=1 p50/p99/max | gang Job→last pod | last pod create→admitted | gang pod p50/p99/max | owner-read failures | load average |\n")
+	fmt.Fprintf(&b, "| binary | pods | ready | ready after informers start | first correct decision | RSS ready (HWM) | RSS after load (HWM) | ≤ limit | decision c=1 p50/p99/max (not in time) | gang Job→last pod | last pod create→admitted | gang pod p50/p99/max | owner-read failures | load average |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		within := "yes"
 		if max(r.hwmReady, r.hwmAfter)*1024 > chartMemoryLimit {
 			within = "NO"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s (%s) | %s (%s) | %s | %s / %s / %s | %s | %s | %s / %s / %s | %d | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s (%s) | %s (%s) | %s | %s / %s / %s (%d) | %s | %s | %s / %s / %s | %d | %s |\n",
 			r.binary, r.pods, r.ready.Round(10*time.Millisecond), orNA(r.informers), r.decides.Round(10*time.Millisecond), mib(r.rssReady), mib(r.hwmReady),
-			mib(r.rssAfter), mib(r.hwmAfter), within, ms(r.p50), ms(r.p99), ms(r.max), r.gangTotal.Round(time.Millisecond),
+			mib(r.rssAfter), mib(r.hwmAfter), within, ms(r.p50), ms(r.p99), ms(r.max), r.decideErrors, r.gangTotal.Round(time.Millisecond),
 			ms(r.lastPod), ms(r.podP50), ms(r.podP99), ms(r.podMax), r.ownerFailures, r.load)
 	}
 	return b.String()
@@ -355,8 +356,9 @@ func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Clien
 	// cluster has room for is admitted at once. A serve that reports
 	// ready early is measured from when it first admits it.
 	for {
-		_, err := decide(hooks, 1, cfg.gang)
-		if err == nil {
+		var slow int
+		_, err := decide(hooks, 1, cfg.gang, &slow)
+		if err == nil && slow == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -366,7 +368,7 @@ func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Clien
 	}
 	r.decides = time.Since(started)
 
-	durs, err := decide(hooks, cfg.decisions, cfg.gang)
+	durs, err := decide(hooks, cfg.decisions, cfg.gang, &r.decideErrors)
 	if err != nil {
 		t.Fatalf("deciding through the webhook: %v", err)
 	}
@@ -402,8 +404,9 @@ func jobOf(name string, pods int) *batchv1.Job {
 // decide POSTs n AdmissionReviews of a Job of the gang's size (1,000 ×
 // 8 GPUs) to serve's /mutate, one at a time, and returns each one's
 // latency. A denial is a wrong answer: the cluster has room and the tenant
-// quota.
-func decide(hooks crenvtest.WebhookInstallOptions, n, pods int) ([]time.Duration, error) {
+// quota; a server error (the evaluation's deadline on a busy machine) is
+// counted in slow.
+func decide(hooks crenvtest.WebhookInstallOptions, n, pods int, slow *int) ([]time.Duration, error) {
 	raw, err := json.Marshal(jobOf("decide", pods))
 	if err != nil {
 		return nil, err
@@ -436,7 +439,14 @@ func decide(hooks crenvtest.WebhookInstallOptions, n, pods int) ([]time.Duration
 		if err != nil {
 			return nil, fmt.Errorf("decision %d: %w", i, err)
 		}
-		if review.Response == nil || !review.Response.Allowed {
+		switch {
+		case review.Response == nil:
+			return nil, fmt.Errorf("decision %d: no response", i)
+		case review.Response.Allowed:
+		case review.Response.Result != nil && review.Response.Result.Code >= 500:
+			// Not decided in time on a busy machine: slower, not wrong.
+			*slow++
+		default:
 			return nil, fmt.Errorf("decision %d: a %d × 8-GPU Job the cluster and the quota have room for was not admitted: %+v", i, pods, review.Response)
 		}
 	}
@@ -491,7 +501,7 @@ func runGang(t *testing.T, ctx context.Context, c client.Client, cfg benchConfig
 			done := time.Now()
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				failures.Add(1)
-				if attempt < 5 {
+				if attempt < 20 {
 					continue // the Job controller retries
 				}
 				return fmt.Errorf("pod %s: %w", p.Name, err)
