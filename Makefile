@@ -92,6 +92,10 @@ bench-webhook: build ## Mandate's webhook beside a plain OPA server (pure Rego) 
 	hack/gatekeeper.sh
 	$(GO) run ./hack/benchwebhook --mandate $(MANDATE)
 
+.PHONY: bench-scale
+bench-scale: envtest-assets ## serve at the reference scale on a real API server: 12,500 nodes × 8 GPUs and BENCH_SCALE_PODS pods (default 10k…150k); ready time, RSS, decision latency, a 1,000-pod gang.
+	$(GO) test -tags benchscale ./test/benchscale/ -run '^TestBenchScale$$' -v -count 1 -timeout 6h
+
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
 	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest

@@ -11,7 +11,8 @@ import (
 )
 
 // Watch keeps the state current from the Node, Pod and Namespace informers
-// of a cache (the manager's): each event updates one object. Call it before
+// of a cache (the manager's): each event updates one object. The Pod
+// informer may hold Pods or PodFacts (StripTransforms). Call it before
 // the cache starts, or at any time after; the informers replay what they
 // hold as adds.
 func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
@@ -30,12 +31,12 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 			}
 		}},
 		{&corev1.Pod{}, func(o any) {
-			if p, ok := o.(*corev1.Pod); ok {
+			if p, ok := PodOf(o); ok {
 				s.UpsertPod(p)
 			}
 		}, func(o any) {
-			if p, ok := o.(*corev1.Pod); ok {
-				s.DeletePod(p.Namespace, p.Name)
+			if p, ok := o.(client.Object); ok {
+				s.DeletePod(p.GetNamespace(), p.GetName())
 			}
 		}},
 		{&corev1.Namespace{}, func(o any) {
@@ -53,11 +54,30 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 		if err != nil {
 			return fmt.Errorf("unable to get the %T informer: %w", w.obj, err)
 		}
-		if _, err := inf.AddEventHandler(eventHandler(w.upsert, w.remove)); err != nil {
+		reg, err := inf.AddEventHandler(eventHandler(w.upsert, w.remove))
+		if err != nil {
 			return fmt.Errorf("unable to watch %T: %w", w.obj, err)
 		}
+		s.mu.Lock()
+		s.handlers = append(s.handlers, reg.HasSynced)
+		s.mu.Unlock()
 	}
 	return nil
+}
+
+// Synced says whether the state has taken in everything the informers
+// Watch feeds it from listed at their start. An informer that has synced
+// has stored its first listing; its events may still be on their way to
+// the state, so a decision before Synced may see part of the cluster.
+func (s *State) Synced() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, synced := range s.handlers {
+		if !synced() {
+			return false
+		}
+	}
+	return true
 }
 
 // eventHandler turns informer events into upserts and removals. A delete

@@ -47,6 +47,9 @@ type State struct {
 	shared *shared
 	// claims are the DRA claims of a snapshot file (Claims).
 	claims ClaimStore
+	// handlers say whether Watch's event handlers have taken in their
+	// informers' first listings (Synced).
+	handlers []func() bool
 }
 
 // Claims reads the DRA claims and claim templates the state was loaded

@@ -97,6 +97,7 @@ type options struct {
 	crdPaths      []string
 	webhooks      *crenvtest.WebhookInstallOptions
 	apiServerArgs [][2]string
+	etcdArgs      [][2]string
 	startTimeout  time.Duration
 	restartable   bool
 	auditLog      bool
@@ -169,6 +170,12 @@ func WithWebhooks(w crenvtest.WebhookInstallOptions) Option {
 // WithAPIServerArg sets a kube-apiserver flag, e.g. ("feature-gates", "X=true").
 func WithAPIServerArg(name, value string) Option {
 	return func(o *options) { o.apiServerArgs = append(o.apiServerArgs, [2]string{name, value}) }
+}
+
+// WithEtcdArg sets an etcd flag, e.g. ("quota-backend-bytes", "8589934592")
+// for a benchmark that loads a large cluster.
+func WithEtcdArg(name, value string) Option {
+	return func(o *options) { o.etcdArgs = append(o.etcdArgs, [2]string{name, value}) }
 }
 
 // WithStartTimeout bounds how long etcd and kube-apiserver may each take to

@@ -61,6 +61,12 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 	if o.webhooks != nil {
 		ce.WebhookInstallOptions = *o.webhooks
 	}
+	if len(o.etcdArgs) > 0 {
+		ce.ControlPlane.Etcd = &crenvtest.Etcd{}
+		for _, a := range o.etcdArgs {
+			ce.ControlPlane.Etcd.Configure().Set(a[0], a[1])
+		}
+	}
 	apiServer := ce.ControlPlane.GetAPIServer()
 	for _, a := range o.apiServerArgs {
 		apiServer.Configure().Set(a[0], a[1])

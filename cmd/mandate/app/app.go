@@ -19,10 +19,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -103,7 +105,10 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		Logger: ctrl.LoggerFrom(ctx),
 		// Controller names are unique within this manager (one per
 		// kind); a process runs one manager, but tests start several.
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		// The informers keep of Pods and Nodes only what the decisions
+		// read: at 100k pods the whole objects are gigabytes.
+		Cache:                  cache.Options{ByObject: cluster.StripTransforms()},
 		HealthProbeBindAddress: c.HealthAddr,
 		Metrics:                metricsOptions(c, s.BundleStatus),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
@@ -464,12 +469,18 @@ func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager
 	return rot, nil
 }
 
-// waitForSync marks the state synced once the cache is.
+// waitForSync marks the state synced once the cache is and the state has
+// taken in the informers' first listings.
 func (s *Server) waitForSync(ctx context.Context) error {
-	if s.Manager.GetCache().WaitForCacheSync(ctx) {
+	started := time.Now()
+	// The informers have stored their first listings; the state must
+	// also have taken them in before a decision may rely on it.
+	synced := s.Manager.GetCache().WaitForCacheSync(ctx) &&
+		wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return s.State.Synced(), nil }) == nil
+	if synced {
 		s.cacheSynced.Store(true)
 		cluster.ReportSynced(true)
-		ctrl.LoggerFrom(ctx).Info("cluster state synced")
+		ctrl.LoggerFrom(ctx).Info("cluster state synced", "stateBehindCache", time.Since(started).String())
 	}
 	return nil
 }
