@@ -127,10 +127,8 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 	if err != nil {
 		return nil, err
 	}
-	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces, inv.Pods) {
-		if err := state.Add(obj); err != nil {
-			return nil, fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
+	if err := count(state, inv); err != nil {
+		return nil, err
 	}
 	// Used is what pods hold; reserved what the shared ledger's
 	// reservations hold beyond them: the same state counted again with the
@@ -139,10 +137,8 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 	if err != nil {
 		return nil, err
 	}
-	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces, inv.Pods) {
-		if err := reserved.Add(obj); err != nil {
-			return nil, fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
+	if err := count(reserved, inv); err != nil {
+		return nil, err
 	}
 	for _, obj := range inv.Ledgers {
 		if err := reserved.LoadReservations(obj); err != nil {
@@ -182,6 +178,23 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 	capacity(rep, nodes, gangs, o.Model.TopologyConfig().Levels)
 	rep.Headline = headline(rep)
 	return rep, nil
+}
+
+// count feeds state inv's nodes, namespaces and pods.
+func count(state *cluster.State, inv *audit.Inventory) error {
+	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
+		if err := state.Add(obj); err != nil {
+			return fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	err := inv.EachPod(func(p *corev1.Pod) error {
+		state.UpsertPod(p)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unable to count the pods: %w", err)
+	}
+	return nil
 }
 
 // headline says how many GPUs sit idle while work is blocked, and by which
@@ -346,13 +359,9 @@ type node struct {
 
 func nodesOf(inv *audit.Inventory, cfg topology.Config) ([]node, error) {
 	used := map[string]map[string]int{}
-	for _, obj := range inv.Pods {
-		pod := &corev1.Pod{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
-			return nil, fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-		}
+	err := inv.EachPod(func(pod *corev1.Pod) error {
 		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
+			return nil
 		}
 		for r, n := range topology.PodGPURequests(pod) {
 			if used[pod.Spec.NodeName] == nil {
@@ -360,6 +369,10 @@ func nodesOf(inv *audit.Inventory, cfg topology.Config) ([]node, error) {
 			}
 			used[pod.Spec.NodeName][r] += n
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]node, 0, len(inv.Nodes))
 	for _, obj := range inv.Nodes {
