@@ -87,9 +87,12 @@ func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		for _, p := range e.pods {
 			state.UpsertPod(p)
+		}
+		if e.obj == nil {
+			entries[i].pods = nil // counted; only decisions read them again
 		}
 	}
 	user := o.User
@@ -157,35 +160,55 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 		owners[ownerKey(obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName())] = len(entries)
 		entries = append(entries, entry{obj: obj})
 	}
+	// gang files pod with its gang, the owner Mandate named on it (a
+	// Deployment's pod, past its ReplicaSet), else its controller; or
+	// says why it is audited on its own.
+	gang := func(pod *corev1.Pod) (bool, []string) {
+		o := ledger.GangOwnerOf(pod)
+		if o == nil || !workload.IsGangOwner(&metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind}) {
+			return false, nil
+		}
+		ref := &metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: types.UID(o.UID)}
+		i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, pod.Namespace, ref.Name)]
+		if ok && (ref.UID == "" || entries[i].obj.GetUID() == "" || ref.UID == entries[i].obj.GetUID()) {
+			entries[i].pods = append(entries[i].pods, pod)
+			return true, nil
+		}
+		return false, []string{fmt.Sprintf("controlled by %s %s, which is not in the inventory: audited on its own", ref.Kind, ref.Name)}
+	}
 	for _, obj := range inv.Pods {
 		pod := &corev1.Pod{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
 			return nil, nil, fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
-		var notes []string
-		// The pod's gang: the owner Mandate named on it (a Deployment's
-		// pod, past its ReplicaSet), else its controller.
-		if o := ledger.GangOwnerOf(pod); o != nil && workload.IsGangOwner(&metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind}) {
-			ref := &metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: types.UID(o.UID)}
-			i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, pod.Namespace, ref.Name)]
-			if ok && (ref.UID == "" || entries[i].obj.GetUID() == "" || ref.UID == entries[i].obj.GetUID()) {
-				entries[i].pods = append(entries[i].pods, pod)
-				continue
-			}
-			notes = append(notes, fmt.Sprintf("controlled by %s %s, which is not in the inventory: audited on its own", ref.Kind, ref.Name))
+		if filed, notes := gang(pod); !filed {
+			entries = append(entries, entry{obj: obj, pods: []*corev1.Pod{pod}, notes: notes})
 		}
-		entries = append(entries, entry{obj: obj, pods: []*corev1.Pod{pod}, notes: notes})
+	}
+	// A pod of Facts is counted, never decided: a cluster report lists no
+	// pod, each holding itself (ListCounted).
+	for _, f := range inv.Facts {
+		pod := f.Pod()
+		if filed, _ := gang(pod); !filed {
+			entries = append(entries, entry{pods: []*corev1.Pod{pod}})
+		}
 	}
 	exempt := slices.Concat(review.SystemNamespaces, o.Exempt)
 	kept := entries[:0]
 	var nFinished, nExempt int
 	for _, e := range entries {
+		if e.obj == nil {
+			kept = append(kept, e)
+			continue
+		}
 		switch ns := e.obj.GetNamespace(); {
 		case slices.Contains(exempt, ns):
 			nExempt++
 		case o.Namespace != "" && ns != o.Namespace:
 		case finished(e.obj):
 			nFinished++
+		case inv.countedOnly && subtracted(e.pods).Pods > 0:
+			// Runs or is placed: counted; a report never lists it.
 		default:
 			kept = append(kept, e)
 			continue

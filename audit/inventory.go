@@ -5,7 +5,9 @@ import (
 	"os"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mandate-dev/mandate/cluster"
@@ -34,6 +36,34 @@ type Inventory struct {
 	// Notes say what could not be listed and was skipped (a kind whose
 	// CRD is not installed).
 	Notes []string
+	// Facts are, in an inventory ListCounted read, its Pods: what the
+	// cluster state counts of each (cluster.PodFacts), in place of Pods.
+	Facts []*cluster.PodFacts
+	// countedOnly: the Pods are Facts and the Nodes stripped to what the
+	// state counts (ListCounted); Audit decides only workloads without
+	// counted pods.
+	countedOnly bool
+}
+
+// EachPod calls fn with every pod of the inventory, typed: each of Pods,
+// then the pod each of Facts stands for (cluster.PodFacts.Pod). It stops at
+// the first error.
+func (inv *Inventory) EachPod(fn func(*corev1.Pod) error) error {
+	for _, obj := range inv.Pods {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
+			return fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		if err := fn(pod); err != nil {
+			return err
+		}
+	}
+	for _, f := range inv.Facts {
+		if err := fn(f.Pod()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Add files one object by kind; kinds Mandate does not govern or need are

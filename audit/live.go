@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,12 +43,55 @@ func ListKubeconfig(ctx context.Context, path, kubeContext string) (*Inventory, 
 // objects. A kind whose CRD is not installed is skipped with a note, not an
 // error.
 func List(ctx context.Context, c client.Reader, source string) (*Inventory, error) {
+	return list(ctx, c, &Inventory{Source: source})
+}
+
+// ListCounted reads the inventory as List does, for a cluster report:
+// each Pod and Node is read typed, page by page, and only what the cluster
+// state counts of it is kept (a Pod's cluster.PodFacts in Facts, a Node
+// stripped by cluster.StripNode: what serve's informers keep), never the
+// whole object, so one report over a large cluster holds a fraction of
+// what List holds. Audit decides of such
+// an inventory only the workloads none of whose pods is counted (a gang
+// owner whose pods do not exist yet or have all finished): the only ones a
+// cluster report lists as blocked. Pods, and owners with counted pods, are
+// counted, not decided: a stripped pod cannot be decided as it was
+// written.
+func ListCounted(ctx context.Context, c client.Reader, source string) (*Inventory, error) {
+	return list(ctx, c, &Inventory{Source: source, countedOnly: true})
+}
+
+func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, error) {
 	log := ctrl.LoggerFrom(ctx)
-	inv := &Inventory{Source: source}
 	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, workload.GangOwners()...)
 	kinds = append(kinds, cluster.TenantLedgerGVK)
 	for _, gvk := range kinds {
-		n, err := listAll(ctx, c, gvk, inv)
+		var n int
+		var err error
+		switch {
+		case inv.countedOnly && gvk == podGVK:
+			n, err = listTyped(ctx, c, func() *corev1.PodList { return &corev1.PodList{} }, func(l *corev1.PodList) error {
+				for i := range l.Items {
+					inv.Facts = append(inv.Facts, cluster.CompactPod(&l.Items[i]))
+				}
+				return nil
+			})
+		case inv.countedOnly && gvk == nodeGVK:
+			n, err = listTyped(ctx, c, func() *corev1.NodeList { return &corev1.NodeList{} }, func(l *corev1.NodeList) error {
+				for i := range l.Items {
+					u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cluster.StripNode(&l.Items[i]))
+					if err != nil {
+						return fmt.Errorf("unable to keep what is counted of Node %s: %w", l.Items[i].Name, err)
+					}
+					obj := &unstructured.Unstructured{Object: u}
+					obj.SetGroupVersionKind(nodeGVK)
+					inv.Nodes = append(inv.Nodes, obj)
+				}
+				return nil
+			})
+		default:
+			n, err = listAll(ctx, c, gvk, inv)
+		}
 		if err != nil {
 			if gvk == cluster.TenantLedgerGVK && apierrors.IsForbidden(err) {
 				// Reservations only add to the report; a reader that may
@@ -91,6 +136,27 @@ func listAll(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, 
 			}
 			n++
 		}
+		if cont = list.GetContinue(); cont == "" {
+			return n, nil
+		}
+	}
+}
+
+// listTyped lists every object of one built-in kind typed, page by page,
+// and hands each page to keep, which files what it needs into the
+// inventory: a page's whole objects are garbage once it is read.
+func listTyped[L client.ObjectList](ctx context.Context, c client.Reader, newList func() L, keep func(L) error) (int, error) {
+	n := 0
+	cont := ""
+	for {
+		list := newList()
+		if err := c.List(ctx, list, client.Limit(listPageSize), client.Continue(cont)); err != nil {
+			return n, err
+		}
+		if err := keep(list); err != nil {
+			return n, err
+		}
+		n += meta.LenList(list)
 		if cont = list.GetContinue(); cont == "" {
 			return n, nil
 		}

@@ -67,20 +67,17 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 	}
 	preemptible := m.PreemptibleClasses()
 	sums := map[string]*holder{}
-	for _, obj := range inv.Pods {
-		pod := &corev1.Pod{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
-			continue // audit has already refused a malformed pod
-		}
+	// audit has already refused a malformed pod
+	_ = inv.EachPod(func(pod *corev1.Pod) error {
 		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
+			return nil
 		}
 		gpus := 0
 		for _, n := range topology.PodGPURequests(pod) {
 			gpus += n
 		}
 		if gpus == 0 {
-			continue
+			return nil
 		}
 		name := "Pod " + pod.Namespace + "/" + pod.Name
 		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
@@ -93,7 +90,8 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 		}
 		s.gpus += gpus
 		h.pods = append(h.pods, podHold{holder: holder{name: name, tenant: s.tenant, gpus: gpus, preemptible: s.preemptible}, node: pod.Spec.NodeName})
-	}
+		return nil
+	})
 	for _, s := range sums {
 		h.byTenant[s.tenant] = append(h.byTenant[s.tenant], *s)
 	}
