@@ -5,18 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	examplefiles "github.com/mandate-dev/mandate/hack/internal/examples"
 )
 
 // example is one workload of examples/workloads, with the verdict its file
@@ -35,9 +31,6 @@ type example struct {
 // uidPlaceholder has the length and form of the uids that replace it.
 const uidPlaceholder = "00000000-0000-0000-0000-000000000000"
 
-// dimensions a denied example's file name may name.
-var dimensions = []string{"tenancy", "priority", "quota", "topology", "preemption"}
-
 // expectedDenied is what a system checking dims (nil: every dimension)
 // answers for e.
 func (e example) expectedDenied(dims []string) bool {
@@ -49,34 +42,17 @@ func (e example) expectedDenied(dims []string) bool {
 
 // loadExamples reads examples/workloads/*.yaml in name order.
 func loadExamples(dir string) ([]example, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	ws, err := examplefiles.LoadWorkloads(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no *.yaml in %s", dir)
-	}
-	sort.Strings(files)
-	var out []example
-	for _, f := range files {
-		objs, err := loadManifests(f)
-		if err != nil {
-			return nil, err
+	out := make([]example, 0, len(ws))
+	for _, w := range ws {
+		e := example{file: w.File, obj: w.Object, denied: w.Expected.Denied, dimension: w.Expected.Dimension}
+		if e.body, err = admissionReview(w.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.file, err)
 		}
-		for _, obj := range objs {
-			e := example{file: filepath.Base(f), obj: obj}
-			parts := strings.Split(strings.TrimSuffix(e.file, ".yaml"), "-")
-			if parts[len(parts)-1] == "denied" {
-				e.denied = true
-				if len(parts) >= 2 && contains(dimensions, parts[len(parts)-2]) {
-					e.dimension = parts[len(parts)-2]
-				}
-			}
-			if e.body, err = admissionReview(obj); err != nil {
-				return nil, fmt.Errorf("%s: %w", e.file, err)
-			}
-			out = append(out, e)
-		}
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -140,31 +116,4 @@ func admissionReview(obj *unstructured.Unstructured) ([]byte, error) {
 // withUID is e's body with uid in place of the placeholder.
 func (e example) withUID(uid string) []byte {
 	return bytes.Replace(e.body, []byte(uidPlaceholder), []byte(uid), 1)
-}
-
-// loadManifests reads every object of a multi-document YAML or JSON file.
-func loadManifests(path string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: an object without apiVersion and kind", path)
-		}
-		objs = append(objs, u)
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	examplefiles "github.com/mandate-dev/mandate/hack/internal/examples"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
@@ -31,7 +32,7 @@ func peerQuery(t *testing.T) rego.PreparedEvalQuery {
 	t.Helper()
 	model, err := readModel(repoModel)
 	require.NoError(t, err)
-	objs, err := loadManifests(repoExamples + "/cluster.yaml")
+	objs, err := examplefiles.LoadManifests(repoExamples + "/cluster.yaml")
 	require.NoError(t, err)
 	data, err := opaData(model, objs)
 	require.NoError(t, err)
@@ -146,7 +147,7 @@ func TestGatekeeperTemplateDeniesTenancyAndPriority(t *testing.T) {
 	require.NoError(t, err)
 	params, err := gatekeeperParameters(model)
 	require.NoError(t, err)
-	objs, err := loadManifests(repoExamples + "/cluster.yaml")
+	objs, err := examplefiles.LoadManifests(repoExamples + "/cluster.yaml")
 	require.NoError(t, err)
 	namespaces := map[string]any{}
 	for _, o := range objs {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	examplefiles "github.com/mandate-dev/mandate/hack/internal/examples"
 	"github.com/mandate-dev/mandate/test/envtest"
 )
 
@@ -55,7 +56,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	clusterObjs, err := loadManifests(filepath.Join(c.examples, "cluster.yaml"))
+	clusterObjs, err := examplefiles.LoadManifests(filepath.Join(c.examples, "cluster.yaml"))
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mandate-dev/mandate/hack/internal/examples"
 	"github.com/mandate-dev/mandate/test/envtest"
 )
 
@@ -81,7 +82,7 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	clusterObjs, err := loadManifests(filepath.Join(c.examples, "cluster.yaml"))
+	clusterObjs, err := examples.LoadManifests(filepath.Join(c.examples, "cluster.yaml"))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mandate-dev/mandate/hack/internal/examples"
 	"github.com/mandate-dev/mandate/scheduler"
 )
 
@@ -24,47 +25,13 @@ const (
 	decisionError    = "ERROR" // the API server failed otherwise
 )
 
-// dimensions of the authority model, in the order the README lists them.
-var dimensions = []string{"tenancy", "priority", "quota", "topology", "preemption"}
-
 // row is one workload's outcome.
 type row struct {
 	file, workload, tenant       string
 	decision, dimension, message string
 	injected                     string
 	warnings                     []string
-	expected                     expectation
-}
-
-// expectation is what an example's file name promises:
-// NN-<what>-<dimension>-denied.yaml is denied by that dimension; any other
-// name is admitted (possibly mutated, possibly with a warning).
-type expectation struct {
-	denied    bool
-	dimension string
-}
-
-func expectationOf(file string) expectation {
-	base := strings.TrimSuffix(file, ".yaml")
-	parts := strings.Split(base, "-")
-	if len(parts) < 2 || parts[len(parts)-1] != "denied" {
-		return expectation{}
-	}
-	e := expectation{denied: true}
-	if dim := parts[len(parts)-2]; slices.Contains(dimensions, dim) {
-		e.dimension = dim
-	}
-	return e
-}
-
-func (e expectation) String() string {
-	if !e.denied {
-		return "admitted"
-	}
-	if e.dimension == "" {
-		return "denied"
-	}
-	return "denied by " + e.dimension
+	expected                     examples.Expectation
 }
 
 // denialMessage strips the API server's `admission webhook "x" denied the
@@ -94,7 +61,7 @@ var (
 func denialDimensions(st metav1.Status) string {
 	var dims []string
 	add := func(d string) {
-		if slices.Contains(dimensions, d) && !slices.Contains(dims, d) {
+		if slices.Contains(examples.Dimensions, d) && !slices.Contains(dims, d) {
 			dims = append(dims, d)
 		}
 	}
@@ -396,9 +363,9 @@ func mismatches(rows []row) []string {
 			got = "an error: " + oneLine(r.message)
 		}
 		ok := r.decision == decisionAdmitted || r.decision == decisionMutated
-		if r.expected.denied {
+		if r.expected.Denied {
 			ok = r.decision == decisionDenied &&
-				(r.expected.dimension == "" || slices.Contains(strings.Split(r.dimension, ","), r.expected.dimension))
+				(r.expected.Dimension == "" || slices.Contains(strings.Split(r.dimension, ","), r.expected.Dimension))
 		}
 		if !ok {
 			out = append(out, fmt.Sprintf("%s (%s): expected %s, got %s", r.workload, r.file, r.expected, got))

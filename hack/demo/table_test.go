@@ -6,22 +6,9 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func TestExpectationOf(t *testing.T) {
-	for file, want := range map[string]expectation{
-		"01-notebook-admitted.yaml":           {},
-		"04-llm-finetune-waits.yaml":          {},
-		"07-platform-quota-denied.yaml":       {denied: true, dimension: "quota"},
-		"09-scratch-tenancy-denied.yaml":      {denied: true, dimension: "tenancy"},
-		"10-something-denied.yaml":            {denied: true},
-		"08-llm-pretrain-topology-denied.yml": {},
-	} {
-		if got := expectationOf(file); got != want {
-			t.Errorf("expectationOf(%q) = %+v, want %+v", file, got, want)
-		}
-	}
-}
+	"github.com/mandate-dev/mandate/hack/internal/examples"
+)
 
 func TestDenialMessage(t *testing.T) {
 	got, ok := denialMessage(`admission webhook "mutate.mandate.dev" denied the request: the workload needs 24 nvidia.com/gpu`)
@@ -104,7 +91,7 @@ func TestTableAndMismatches(t *testing.T) {
 	rows := []row{
 		{file: "01-a-admitted.yaml", workload: "pod a/x", tenant: "a", decision: decisionMutated, injected: "kai-scheduler", message: "within every limit"},
 		{file: "07-b-quota-denied.yaml", workload: "job b/y", decision: decisionDenied, dimension: "topology",
-			message: "too\nbig", expected: expectation{denied: true, dimension: "quota"}},
+			message: "too\nbig", expected: examples.Expectation{Denied: true, Dimension: "quota"}},
 	}
 	var b strings.Builder
 	printTable(&b, rows)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/hack/internal/examples"
 	"github.com/mandate-dev/mandate/test/envtest"
 	kinds "github.com/mandate-dev/mandate/workload"
 )
@@ -25,28 +24,18 @@ import (
 type workload struct {
 	file     string
 	obj      *unstructured.Unstructured
-	expected expectation
+	expected examples.Expectation
 }
 
 // loadWorkloads reads examples/workloads/*.yaml in name order.
 func loadWorkloads(dir string) ([]workload, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	ws, err := examples.LoadWorkloads(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no *.yaml in %s", dir)
-	}
-	sort.Strings(files)
-	var out []workload
-	for _, f := range files {
-		objs, err := loadManifests(f)
-		if err != nil {
-			return nil, err
-		}
-		for _, obj := range objs {
-			out = append(out, workload{file: filepath.Base(f), obj: obj, expected: expectationOf(filepath.Base(f))})
-		}
+	out := make([]workload, len(ws))
+	for i, w := range ws {
+		out[i] = workload{file: w.File, obj: w.Object, expected: w.Expected}
 	}
 	return out, nil
 }
