@@ -265,22 +265,7 @@ func (l *Ledger) UsageExcluding(tenant, ownerUID string) map[string]map[string]U
 		if e.owner != ownerUID || ownerUID == "" {
 			continue
 		}
-		preemptible := l.preemptible(e)
-		gpus := l.counted(e)
-		for t, depth := l.nsTenant[e.namespace], 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
-			byRes, ok := out[t]
-			if !ok {
-				continue
-			}
-			for res, n := range gpus {
-				u := byRes[res]
-				u.Total -= n
-				if !preemptible {
-					u.NonPreemptible -= n
-				}
-				byRes[res] = u
-			}
-		}
+		l.subtract(out, l.nsTenant[e.namespace], e)
 	}
 	foldAll(out) // after the pods' shared milli-GPUs are taken out
 	return out
