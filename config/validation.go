@@ -44,9 +44,16 @@ func (s Serve) Validate() error {
 	if s.Webhook.CertDir != "" && s.Certs.Mode != CertsSelfSigned {
 		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
 	}
-	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr))
+	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr),
+		validateAddr("pprofAddr", s.PprofAddr))
+	if s.GCPercent < MinGCPercent || s.GCPercent > MaxGCPercent {
+		errs = append(errs, fieldErr("gcPercent", "%d is out of range (%d-%d)", s.GCPercent, MinGCPercent, MaxGCPercent))
+	}
 	if s.HealthAddr != "0" && s.HealthAddr == s.MetricsAddr {
 		errs = append(errs, fieldErr("metricsAddr", "%q is also healthAddr (use distinct addresses, or \"0\" to disable one)", s.MetricsAddr))
+	}
+	if s.PprofAddr != "0" && (s.PprofAddr == s.HealthAddr || s.PprofAddr == s.MetricsAddr) {
+		errs = append(errs, fieldErr("pprofAddr", "%q is also healthAddr or metricsAddr (use a distinct address)", s.PprofAddr))
 	}
 	switch s.LogLevel {
 	case LogDebug, LogInfo, LogError:

@@ -83,6 +83,9 @@ func runServe(ctx context.Context, logs io.Writer, c config.Serve) error {
 	ctrl.SetLogger(log)
 	ctx = ctrl.LoggerInto(ctx, log)
 	log.Info("starting mandate serve", buildinfo.Get().KeysAndValues()...)
+	if gogc, why := applyGCPercent(c.GCPercent, os.Getenv); why != "" {
+		log.Info("garbage-collection target", "gcPercent", gogc, "reason", why)
+	}
 	// Queued: writing a line never holds an admission up; a denial's is
 	// never dropped.
 	decisions, err := decisionlog.New(handler, decisionlog.Options{

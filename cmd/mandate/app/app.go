@@ -110,6 +110,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		// read: at 100k pods the whole objects are gigabytes.
 		Cache:                  cache.Options{ByObject: cluster.StripTransforms()},
 		HealthProbeBindAddress: c.HealthAddr,
+		PprofBindAddress:       c.PprofAddr,
 		Metrics:                metricsOptions(c, s.BundleStatus),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
 			TLSOpts: []func(*tls.Config){webhook.SecureTLS}}),
