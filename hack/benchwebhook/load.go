@@ -69,6 +69,7 @@ func parseReview(body []byte, uid string) (verdict, error) {
 			UID     string `json:"uid"`
 			Allowed bool   `json:"allowed"`
 			Status  *struct {
+				Code    int    `json:"code"`
 				Message string `json:"message"`
 			} `json:"status"`
 		} `json:"response"`
@@ -83,8 +84,14 @@ func parseReview(body []byte, uid string) (verdict, error) {
 		return verdict{}, fmt.Errorf("answers uid %q, not %q", r.Response.UID, uid)
 	}
 	v := verdict{allowed: r.Response.Allowed}
-	if r.Response.Status != nil {
-		v.message = r.Response.Status.Message
+	if st := r.Response.Status; st != nil {
+		v.message = st.Message
+		if !v.allowed && st.Code >= http.StatusInternalServerError {
+			// Not a verdict: the system failed to decide (a deadline on a
+			// busy machine, say), which the API server treats as its
+			// failurePolicy says. Counted as an error, not as wrong.
+			return verdict{}, &reviewError{code: st.Code, message: truncate(st.Message, 200)}
+		}
 	}
 	return v, nil
 }
@@ -266,13 +273,25 @@ func post(ctx context.Context, t target, body []byte, uid string) (verdict, erro
 	return parseReview(raw, uid)
 }
 
+// reviewError is an AdmissionReview whose response is a failure to decide
+// (status code 5xx), not a verdict.
+type reviewError struct {
+	code    int
+	message string
+}
+
+func (e *reviewError) Error() string { return fmt.Sprintf("review answered %d: %s", e.code, e.message) }
+
 // errorClass groups errors for the report: the HTTP status, or the kind
 // of failure.
 func errorClass(err error) string {
 	var se *statusError
+	var re *reviewError
 	switch {
 	case errors.As(err, &se):
 		return "HTTP " + strconv.Itoa(se.code)
+	case errors.As(err, &re):
+		return "review " + strconv.Itoa(re.code)
 	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout"):
 		return "timeout"
 	case strings.Contains(err.Error(), "AdmissionReview") || strings.Contains(err.Error(), "JSON") || strings.Contains(err.Error(), "uid"):

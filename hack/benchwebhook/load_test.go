@@ -58,3 +58,33 @@ func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
 	require.Equal(t, 6, c.errors)
 	require.Equal(t, c.errors, c.errorCounts["HTTP 500"])
 }
+
+// TestReviewErrorsAreNotVerdicts: an AdmissionReview answering "not
+// allowed" with a 5xx status (the webhook failed to decide, as
+// controller-runtime's admission.Errored answers) is an error, not a
+// wrong verdict, so a busy machine never fails the run.
+func TestReviewErrorsAreNotVerdicts(t *testing.T) {
+	examples, err := loadExamples(repoExamples + "/workloads")
+	require.NoError(t, err)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":false,`+
+			`"status":{"code":500,"message":"mandate could not decide: policy evaluation exceeded its deadline"}}}`, in.Request.UID)
+	}))
+	defer srv.Close()
+	tgt := target{name: "erroring", url: srv.URL, pid: os.Getpid(), client: srv.Client()}
+	c, err := drive(context.Background(), tgt, examples, 2, 0, len(examples))
+	require.NoError(t, err)
+	require.Zero(t, c.ok+c.wrong, "a failure to decide is neither right nor wrong")
+	require.Equal(t, 2*len(examples), c.errors)
+	require.Equal(t, c.errors, c.errorCounts["review 500"])
+	require.Contains(t, c.firstError, "exceeded its deadline")
+}

@@ -32,6 +32,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +55,7 @@ type config struct {
 	gkOps        []string // Gatekeeper's --operation values
 	systems      []string
 	readyTimeout time.Duration
+	cpuProfile   string // the load generator's own CPU profile, "" for none
 }
 
 // Systems, in the order the table lists them.
@@ -74,10 +77,23 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench-webhook: %v\n", err)
 		os.Exit(2)
 	}
+	// The load generator shares the cores with the servers it measures:
+	// a higher collection target than Go's 100 leaves them more of them,
+	// the same for every system.
+	debug.SetGCPercent(400)
+	stopProfile := func() {}
+	if c.cpuProfile != "" {
+		if stopProfile, err = startCPUProfile(c.cpuProfile); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-webhook: %v\n", err)
+			os.Exit(2)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err = run(ctx, c, os.Stdout)
+	stop()
+	stopProfile() // os.Exit runs no deferred call
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(os.Stderr, "bench-webhook: interrupted; everything it started has been stopped")
@@ -116,6 +132,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	gkOps := "webhook,generate"
 	fs.StringVar(&gkOps, "gatekeeper-operations", gkOps, "Gatekeeper's operations (webhook is required; generate makes the constraint CRDs)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "how long each system may take to be ready (scaled by $MANDATE_TEST_TIMEOUT_SCALE)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (a server's: `mandate serve --pprof-addr`)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -170,6 +187,20 @@ func envString(getenv func(string) string, name, def string) string {
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// startCPUProfile profiles this process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("unable to create the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("unable to start the CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
 
 // errWrong is a system answering an example against its expected verdict.
 var errWrong = errors.New("a system answered an example wrongly")

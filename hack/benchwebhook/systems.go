@@ -26,6 +26,11 @@ type serving struct {
 	ca      []byte
 }
 
+// chartMemoryLimit is the chart's default container memory limit
+// (charts/mandate/values.yaml, resources.limits.memory), which the chart
+// hands serve as GOMEMLIMIT.
+const chartMemoryLimit = "1GiB"
+
 // startMandate runs `mandate serve` as test/load does: against the API
 // server with an admin kubeconfig, envtest's serving certificate, and the
 // policies of policiesDir ("" for the embedded example model).
@@ -54,7 +59,10 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*proces
 	if policiesDir != "" {
 		args = append(args, "--policies", policiesDir)
 	}
-	p, err := startProcess(name, bin, args, nil)
+	// As the chart runs it: GOMEMLIMIT is the container's memory limit
+	// (the chart's default, 1Gi), under which serve's gcPercent applies.
+	env := append(os.Environ(), "GOMEMLIMIT="+chartMemoryLimit)
+	p, err := startProcess(name, bin, args, env)
 	if err != nil {
 		return nil, "", err
 	}
