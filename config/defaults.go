@@ -15,8 +15,13 @@ const (
 	DefaultHealthAddr  = ":8081"
 	DefaultMetricsAddr = ":8080"
 	// DefaultEvaluationTimeout bounds one policy evaluation; admission
-	// must answer well within the webhook's timeoutSeconds.
-	DefaultEvaluationTimeout = 500 * time.Millisecond
+	// must answer well within the webhook's timeoutSeconds (3 s in the
+	// chart). A decision takes about a millisecond of CPU, so the deadline
+	// stops a runaway policy; it is a second, not less, so that a replica
+	// starved of CPU by its neighbours answers late rather than failing the
+	// create (a 500 ms deadline failed creates at a load average of 12 on
+	// two cores).
+	DefaultEvaluationTimeout = time.Second
 	// DefaultBundleInterval is how often the bundle source is polled.
 	DefaultBundleInterval = 30 * time.Second
 	// DefaultSyncInterval is how often the schedulers' configuration is

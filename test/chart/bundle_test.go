@@ -170,7 +170,7 @@ func TestTemplateBundle(t *testing.T) {
 		d := typed[appsv1.Deployment](t, find(t, render(t, release, namespace), "Deployment", fullname))
 		c := d.Spec.Template.Spec.Containers[0]
 		assert.Empty(t, bundleArgs(c))
-		assert.Contains(t, c.Args, "--evaluation-timeout=500ms")
+		assert.Contains(t, c.Args, "--evaluation-timeout=1s")
 		assert.Equal(t, []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}, c.VolumeMounts)
 		assert.Len(t, d.Spec.Template.Spec.Volumes, 1)
 	})
