@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -33,8 +31,8 @@ type target struct {
 	client     *http.Client
 }
 
-// newClient is a keep-alive HTTPS client (HTTP/1.1) trusting ca, with an
-// idle pool large enough for every worker.
+// newClient is a keep-alive HTTPS client (HTTP/1.1) trusting ca, for the
+// readiness checks; its TLS configuration is the workers' (newRawConn).
 func newClient(ca []byte, conns int) (*http.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
@@ -175,11 +173,20 @@ func drive(ctx context.Context, t target, examples []example, concurrency int, d
 			var ok, wrong, errs int
 			var firstErr, firstWrong string
 			errCounts := map[string]int{}
+			conn, err := newRawConn(t)
+			if err != nil {
+				mu.Lock()
+				c.errors++
+				c.firstError = err.Error()
+				mu.Unlock()
+				return
+			}
+			defer conn.close()
 			for i := w; !stop.Load() && ctx.Err() == nil && (perWorker <= 0 || i < w+perWorker); i++ {
 				e := examples[i%len(examples)]
 				uid := string(uuid.NewUUID())
 				t0 := time.Now()
-				v, err := post(ctx, t, e.withUID(uid), uid)
+				v, err := post(ctx, conn, e.withUID(uid), uid)
 				elapsed := time.Since(t0)
 				switch {
 				case err != nil:
@@ -252,23 +259,13 @@ type statusError struct {
 
 func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
 
-func post(ctx context.Context, t target, body []byte, uid string) (verdict, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+func post(ctx context.Context, c *rawConn, body []byte, uid string) (verdict, error) {
+	code, raw, err := c.post(ctx, body)
 	if err != nil {
 		return verdict{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return verdict{}, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return verdict{}, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return verdict{}, &statusError{code: resp.StatusCode, body: truncate(string(raw), 200)}
+	if code != http.StatusOK {
+		return verdict{}, &statusError{code: code, body: truncate(string(raw), 200)}
 	}
 	return parseReview(raw, uid)
 }
@@ -292,7 +289,7 @@ func errorClass(err error) string {
 		return "HTTP " + strconv.Itoa(se.code)
 	case errors.As(err, &re):
 		return "review " + strconv.Itoa(re.code)
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout"):
+	case isTimeout(err):
 		return "timeout"
 	case strings.Contains(err.Error(), "AdmissionReview") || strings.Contains(err.Error(), "JSON") || strings.Contains(err.Error(), "uid"):
 		return "malformed"

@@ -215,9 +215,14 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 // checkAll posts every example once and fails on the first answer that is
 // not the expected one.
 func checkAll(ctx context.Context, t target, examples []example) error {
+	conn, err := newRawConn(t)
+	if err != nil {
+		return err
+	}
+	defer conn.close()
 	for _, e := range examples {
 		uid := string(uuid.NewUUID())
-		v, err := post(ctx, t, e.withUID(uid), uid)
+		v, err := post(ctx, conn, e.withUID(uid), uid)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.file, err)
 		}
