@@ -47,7 +47,9 @@ func NewHandlers(o HandlerOptions) (Handlers, error) {
 	m := &Mutator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog, Seal: seal}
 	v := &Validator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog,
 		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}, Seal: seal}
-	return Handlers{Mutator: m, Validator: v, Mutate: &admission.Webhook{Handler: m}, Validate: &admission.Webhook{Handler: v}}, nil
+	return Handlers{Mutator: m, Validator: v,
+		Mutate:   &admission.Webhook{Handler: m, LogConstructor: requestLogger},
+		Validate: &admission.Webhook{Handler: v, LogConstructor: requestLogger}}, nil
 }
 
 // Register adds the handlers to a webhook server at MutatePath and
