@@ -117,7 +117,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if err != nil {
 		return c, err
 	}
-	conc := envString(getenv, "BENCH_CONCURRENCY", "8,32,64")
+	conc := envString(getenv, "BENCH_CONCURRENCY", "4,8,32,64")
 	systems := envString(getenv, "BENCH_SYSTEMS", strings.Join(allSystems, ","))
 	fs.Float64Var(&secs, "seconds", secs, "seconds measured per cell (system × concurrency × round) [$BENCH_SECONDS]")
 	fs.Float64Var(&rounds, "rounds", rounds, "rounds over every cell, interleaved [$BENCH_ROUNDS]")
