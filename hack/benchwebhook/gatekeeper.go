@@ -143,7 +143,13 @@ func fullGatekeeperPolicy(policyPath, referencePath string, facts map[string]any
 	if err := unstructured.SetNestedSlice(tmpl.Object, targets, "spec", "targets"); err != nil {
 		return gatekeeperPolicy{}, fmt.Errorf("template-full.yaml: %w", err)
 	}
-	return gatekeeperPolicy{template: tmpl, kind: "MandateAuthority", name: "mandate-authority", parameters: facts}, nil
+	// The parameters are the facts as JSON gives them (what the OPA peer
+	// loads from its data file), not the Go maps opaData built.
+	params, err := deepCopy(facts)
+	if err != nil {
+		return gatekeeperPolicy{}, fmt.Errorf("the cluster facts: %w", err)
+	}
+	return gatekeeperPolicy{template: tmpl, kind: "MandateAuthority", name: "mandate-authority", parameters: params}, nil
 }
 
 // gatekeeperLibRoot is where the shared Rego goes in the template:
@@ -218,9 +224,10 @@ func checkGatekeeperRefs(modules map[string]*ast.Module, libs []string) error {
 }
 
 // modules parses the template's entry point and libraries as Gatekeeper
-// does (the source's Rego version for all of them) and checks their data
-// references against Gatekeeper's rule. The entry point is "template", the
-// libraries "lib_0", "lib_1", ….
+// does (the source's Rego version for all of them), checks their data
+// references against Gatekeeper's rule, and returns them as Gatekeeper
+// compiles them (gatekeeperRewrite): the entry point "template" in package
+// template, the libraries "lib_0", "lib_1", … below data.libs.lib.
 func (p gatekeeperPolicy) modules() (map[string]*ast.Module, error) {
 	rego, libs, version, err := p.targetSource()
 	if err != nil {
@@ -248,5 +255,59 @@ func (p gatekeeperPolicy) modules() (map[string]*ast.Module, error) {
 	if err := checkGatekeeperRefs(mods, libNames); err != nil {
 		return nil, fmt.Errorf("template %s: %w", p.template.GetName(), err)
 	}
+	if err := gatekeeperRewrite(mods, "template"); err != nil {
+		return nil, fmt.Errorf("template %s: %w", p.template.GetName(), err)
+	}
 	return mods, nil
+}
+
+// gatekeeperRewrite does to mods what Gatekeeper v3.23.1's rewriter
+// (frameworks/constraint's regorewriter, used by its Rego driver) does: the
+// entry point's package becomes data.template, and each data reference
+// other than data.inventory gets the prefix "libs" (data.lib.x →
+// data.libs.lib.x), libraries' packages included. Its walk rewrites only
+// the terms of an expression, a with or a rule head and stops below each
+// of them: a reference nested in a call, a comprehension, a collection or
+// `some … in` keeps its data.lib path and so reads nothing at run time.
+// Such a reference is an error here, so that a library it would silently
+// break fails in the test and at bench start instead of as wrong verdicts.
+func gatekeeperRewrite(mods map[string]*ast.Module, entry string) error {
+	inventory := ast.MustParseRef("data.inventory")
+	prefix := func(ref ast.Ref) ast.Ref {
+		if !ref.HasPrefix(ast.DefaultRootRef) || ref.HasPrefix(inventory) {
+			return ref
+		}
+		return append(ast.Ref{ref[0], ast.StringTerm("libs")}, ref[1:]...)
+	}
+	for name, m := range mods {
+		if name == entry {
+			m.Package.Path = ast.MustParseRef("data.template")
+		} else {
+			m.Package.Path = prefix(m.Package.Path)
+		}
+		for _, rule := range m.Rules {
+			ast.WalkTerms(rule, func(t *ast.Term) bool {
+				if ref, ok := t.Value.(ast.Ref); ok {
+					t.Value = prefix(ref)
+				}
+				return true // as Gatekeeper's walk does
+			})
+		}
+	}
+	lib := ast.MustParseRef("data.lib")
+	var missed []string
+	for name, m := range mods {
+		for _, rule := range m.Rules {
+			ast.WalkRefs(rule, func(ref ast.Ref) bool {
+				if ref.HasPrefix(lib) {
+					missed = append(missed, fmt.Sprintf("%s: %s (line %d)", name, ref, ref[0].Location.Row))
+				}
+				return false
+			})
+		}
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("data references Gatekeeper's rewriter does not reach (nested in a call, comprehension, collection or `some … in`; bind them to a variable or rule of their own): %s", strings.Join(missed, "; "))
+	}
+	return nil
 }

@@ -226,6 +226,9 @@ func TestGatekeeperFullTemplateAgreesWithMandate(t *testing.T) {
 	require.NoError(t, err)
 	p, err := fullGatekeeperPolicy("opa/admission.rego", repoReference, facts)
 	require.NoError(t, err)
+	// The bench sends the template and constraint through a client, which
+	// copies them: only JSON values may be in them.
+	require.NotPanics(t, func() { p.template.DeepCopy(); p.constraint().DeepCopy() })
 	q := gatekeeperQuery(t, p)
 	peer := peerQuery(t)
 	namespaces := exampleNamespaces(t)
