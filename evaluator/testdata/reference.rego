@@ -11,7 +11,11 @@ result := {"fitsNow": true, "domain": _best[1], "free": _best[0]} if count(_fits
 
 _fits contains [free, key] if {
 	g := input.request.gpusPerPod
-	some key, nodes in data.reference.domains[input.request.requiredLevel]
+
+	# Bound first: a data reference inside `some … in` is one Gatekeeper does
+	# not move when it runs this file as a ConstraintTemplate library.
+	domains := data.reference.domains[input.request.requiredLevel]
+	some key, nodes in domains
 	usable := [n[0] | some n in nodes; _product_ok(n[1])]
 	sum([floor(f / g) | some f in usable]) >= input.request.pods
 	free := sum(usable)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,4 +88,38 @@ func adminKubeconfig(env *envtest.Env, dir, user string) (string, error) {
 	}
 	path := filepath.Join(dir, user+".kubeconfig")
 	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// launchNamespacesOnly starts a second API server (with the CRDs of
+// crdPaths) holding only the example cluster's namespaces and Gatekeeper's,
+// for a Gatekeeper that must not see the first one's constraints; it
+// returns the server, an admin kubeconfig for it (written into dir) and
+// what stops it.
+func launchNamespacesOnly(ctx context.Context, objs []*unstructured.Unstructured, crdPaths, dir string) (*envtest.Env, string, func() error, error) {
+	logf("starting a second kube-apiserver and etcd (namespaces only)")
+	env, stop, err := envtest.Launch(envtest.WithCRDPaths(crdPaths))
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("the second API server: %w", err)
+	}
+	fail := func(err error) (*envtest.Env, string, func() error, error) {
+		return nil, "", nil, errors.Join(err, stop())
+	}
+	for _, obj := range objs {
+		if obj.GetKind() != "Namespace" {
+			continue
+		}
+		ns := obj.DeepCopy()
+		delete(ns.Object, "status")
+		if err := env.Client.Create(ctx, ns); err != nil {
+			return fail(fmt.Errorf("unable to create namespace %s in the second API server: %w", ns.GetName(), err))
+		}
+	}
+	if err := ensureNamespace(ctx, env.Client, gatekeeperNamespace); err != nil {
+		return fail(err)
+	}
+	kubeconfig, err := adminKubeconfig(env, dir, "bench-admin-namespaces-only")
+	if err != nil {
+		return fail(err)
+	}
+	return env, kubeconfig, stop, nil
 }

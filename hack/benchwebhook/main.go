@@ -12,17 +12,23 @@
 //     cluster's nodes, answering the classic admission controller's
 //     data.system.main AdmissionReview;
 //   - gatekeeper              Gatekeeper v3.23.1 built from the Go module proxy
-//     (hack/gatekeeper.sh), webhook only, with a ConstraintTemplate of the
-//     same tenancy and priority-class checks, against the same API server.
+//     (hack/gatekeeper.sh), webhook only, against the same API server, with
+//     a ConstraintTemplate running the OPA peer's own Rego (its policy and
+//     the reference best fit as the template's libraries) over the same
+//     cluster facts, given as the constraint's parameters;
+//   - gatekeeper-light        the same Gatekeeper with a ConstraintTemplate
+//     of only the checks that need no cluster state (tenancy, priority
+//     class), against an API server of its own holding the namespaces.
 //
 // A Go HTTPS load generator POSTs AdmissionReview bodies built from
 // examples/workloads (admitted and denied mixed, a fresh uid each) straight
 // to each system's endpoint, round-robin over systems and concurrencies for
 // a few rounds, and prints reviews/s, p50/p99/max latency and CPU per review
 // (the server process's utime+stime, and the load generator's own) per
-// system and concurrency, with the ratios mandate/opa, mandate/gatekeeper
-// and one-tree/independent. A busy machine makes the numbers slower, never
-// fails the run; a system that answers an example wrongly fails it.
+// system and concurrency, with the ratios mandate/opa, mandate/gatekeeper,
+// mandate/gatekeeper-light and one-tree/independent. A busy machine makes
+// the numbers slower, never fails the run; a system that answers an
+// example wrongly fails it.
 package main
 
 import (
@@ -64,9 +70,14 @@ const (
 	sysIndependent = "mandate-independent"
 	sysOPA         = "opa"
 	sysGatekeeper  = "gatekeeper"
+	// sysGatekeeperLight is Gatekeeper with the light template (tenancy
+	// and priority only), on an API server of its own: Gatekeeper enforces
+	// every constraint it finds in its API server, so two templates in one
+	// would make each Gatekeeper run both.
+	sysGatekeeperLight = "gatekeeper-light"
 )
 
-var allSystems = []string{sysMandate, sysIndependent, sysOPA, sysGatekeeper}
+var allSystems = []string{sysMandate, sysIndependent, sysOPA, sysGatekeeper, sysGatekeeperLight}
 
 func main() {
 	c, err := parseConfig(os.Args[1:], os.Getenv)

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
@@ -125,28 +126,59 @@ func TestIndependentTreesHaveNoParents(t *testing.T) {
 	require.Equal(t, "research", model["tenants"].(map[string]any)["research-llm"].(map[string]any)["parent"])
 }
 
-// TestGatekeeperTemplateDeniesTenancyAndPriority: the ConstraintTemplate's
-// Rego, given the review as Gatekeeper gives it (with the namespace
-// object) and the constraint's parameters, denies exactly the examples
-// denied for tenancy or priority.
-func TestGatekeeperTemplateDeniesTenancyAndPriority(t *testing.T) {
-	var tmpl struct {
-		Spec struct {
-			Targets []struct {
-				Rego string `json:"rego"`
-			} `json:"targets"`
-		} `json:"spec"`
+// gatekeeperQuery prepares the policy's template as Gatekeeper compiles it
+// (its entry point and libraries, in the source's Rego version, data
+// references checked against Gatekeeper's rule): the query of its
+// violations.
+func gatekeeperQuery(t *testing.T, p gatekeeperPolicy) rego.PreparedEvalQuery {
+	t.Helper()
+	mods, err := p.modules()
+	require.NoError(t, err)
+	opts := []func(*rego.Rego){rego.Query(mods["template"].Package.Path.String() + ".violation")}
+	for _, m := range mods {
+		opts = append(opts, rego.ParsedModule(m))
 	}
-	require.NoError(t, yaml.Unmarshal(gatekeeperTemplate, &tmpl))
-	require.Len(t, tmpl.Spec.Targets, 1)
-	q, err := rego.New(rego.Query("data.mandatetenantclass.violation"),
-		rego.Module("template.rego", tmpl.Spec.Targets[0].Rego),
-		rego.SetRegoVersion(ast.RegoV0)).PrepareForEval(context.Background())
+	q, err := rego.New(opts...).PrepareForEval(context.Background())
 	require.NoError(t, err)
-	model, err := readModel(repoModel)
+	return q
+}
+
+// gatekeeperInput is what Gatekeeper's hook gives a template for e:
+// {"review": the AdmissionRequest with the namespace object,
+// "parameters": the constraint's parameters}, the parameters as they come
+// back from the API server (JSON).
+func gatekeeperInput(t *testing.T, e example, namespaces map[string]any, params map[string]any) map[string]any {
+	t.Helper()
+	var body struct {
+		Request map[string]any `json:"request"`
+	}
+	require.NoError(t, json.Unmarshal(e.withUID("11111111-2222-3333-4444-555555555555"), &body))
+	if ns, ok := namespaces[e.obj.GetNamespace()]; ok {
+		body.Request["namespaceObject"] = ns
+	}
+	raw, err := json.Marshal(params)
 	require.NoError(t, err)
-	params, err := gatekeeperParameters(model)
-	require.NoError(t, err)
+	var fromAPI map[string]any
+	require.NoError(t, json.Unmarshal(raw, &fromAPI))
+	return map[string]any{"review": body.Request, "parameters": fromAPI}
+}
+
+// gatekeeperViolations are the messages of the template's violations for e.
+func gatekeeperViolations(t *testing.T, q rego.PreparedEvalQuery, in map[string]any, file string) []string {
+	t.Helper()
+	rs, err := q.Eval(context.Background(), rego.EvalInput(in))
+	require.NoError(t, err, file)
+	require.Len(t, rs, 1, file)
+	var msgs []string
+	for _, v := range rs[0].Expressions[0].Value.([]any) {
+		msgs = append(msgs, v.(map[string]any)["msg"].(string))
+	}
+	sort.Strings(msgs)
+	return msgs
+}
+
+func exampleNamespaces(t *testing.T) map[string]any {
+	t.Helper()
 	objs, err := examplefiles.LoadManifests(repoExamples + "/cluster.yaml")
 	require.NoError(t, err)
 	namespaces := map[string]any{}
@@ -155,27 +187,96 @@ func TestGatekeeperTemplateDeniesTenancyAndPriority(t *testing.T) {
 			namespaces[o.GetName()] = o.Object
 		}
 	}
+	return namespaces
+}
+
+// TestGatekeeperTemplateDeniesTenancyAndPriority: the light
+// ConstraintTemplate's Rego (gatekeeper-light), given the review as
+// Gatekeeper gives it (with the namespace object) and the constraint's
+// parameters, denies exactly the examples denied for tenancy or priority.
+func TestGatekeeperTemplateDeniesTenancyAndPriority(t *testing.T) {
+	model, err := readModel(repoModel)
+	require.NoError(t, err)
+	p, err := lightGatekeeperPolicy(model)
+	require.NoError(t, err)
+	q := gatekeeperQuery(t, p)
+	namespaces := exampleNamespaces(t)
 	examples, err := loadExamples(repoExamples + "/workloads")
 	require.NoError(t, err)
 	for _, e := range examples {
-		gvk := e.obj.GroupVersionKind()
-		review := map[string]any{
-			"kind":      map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind},
-			"namespace": e.obj.GetNamespace(),
-			"object":    e.obj.Object,
-			"operation": "CREATE",
-		}
-		if ns, ok := namespaces[e.obj.GetNamespace()]; ok {
-			review["namespaceObject"] = ns
-		}
-		rs, err := q.Eval(context.Background(), rego.EvalInput(map[string]any{"review": review, "parameters": params}))
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		violations := rs[0].Expressions[0].Value.([]any)
+		violations := gatekeeperViolations(t, q, gatekeeperInput(t, e, namespaces, p.parameters), e.file)
 		want := e.expectedDenied([]string{"tenancy", "priority"})
 		require.Equal(t, want, len(violations) > 0, "%s: %v", e.file, violations)
 		if want {
 			require.Contains(t, fmt.Sprint(violations), e.dimension+":", e.file)
 		}
+	}
+}
+
+// TestGatekeeperFullTemplateAgreesWithMandate: the full ConstraintTemplate
+// (gatekeeper), built as the bench builds it from the OPA peer's files and
+// given the OPA peer's facts as parameters, denies and admits every
+// example as Mandate does in process, with exactly the OPA peer's reasons.
+func TestGatekeeperFullTemplateAgreesWithMandate(t *testing.T) {
+	model, err := readModel(repoModel)
+	require.NoError(t, err)
+	objs, err := examplefiles.LoadManifests(repoExamples + "/cluster.yaml")
+	require.NoError(t, err)
+	facts, err := opaData(model, objs)
+	require.NoError(t, err)
+	p, err := fullGatekeeperPolicy("opa/admission.rego", repoReference, facts)
+	require.NoError(t, err)
+	// The bench sends the template and constraint through a client, which
+	// copies them: only JSON values may be in them.
+	require.NotPanics(t, func() { p.template.DeepCopy(); p.constraint().DeepCopy() })
+	q := gatekeeperQuery(t, p)
+	peer := peerQuery(t)
+	namespaces := exampleNamespaces(t)
+	examples, err := loadExamples(repoExamples + "/workloads")
+	require.NoError(t, err)
+	mandate := mandateVerdicts(t, examples, nil)
+	denied := 0
+	for _, e := range examples {
+		violations := gatekeeperViolations(t, q, gatekeeperInput(t, e, namespaces, p.parameters), e.file)
+		require.Equal(t, mandate[e.file], len(violations) == 0, "%s: Gatekeeper's template disagrees with Mandate: %v", e.file, violations)
+		peerAllowed, peerMsg := peerVerdict(t, peer, e)
+		require.Equal(t, peerAllowed, len(violations) == 0, e.file)
+		if !peerAllowed {
+			denied++
+			require.Equal(t, peerMsg, strings.Join(violations, "; "), "%s: Gatekeeper's reasons are not the OPA peer's", e.file)
+			require.Contains(t, peerMsg, e.dimension+":", e.file)
+		}
+	}
+	require.Positive(t, denied)
+}
+
+// TestGatekeeperLibsAreTheSharedRego: the full template's libraries are
+// the OPA peer's policy and the reference best fit with only their package
+// and data references moved below data.lib.mandate, and Gatekeeper's rule
+// (no data outside data.lib and data.inventory) rejects the files as they
+// are.
+func TestGatekeeperLibsAreTheSharedRego(t *testing.T) {
+	for _, path := range []string{"opa/admission.rego", repoReference} {
+		src, err := os.ReadFile(path)
+		require.NoError(t, err)
+		lib, err := gatekeeperLib(path, string(src))
+		require.NoError(t, err)
+		orig := ast.MustParseModuleWithOpts(string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		moved := ast.MustParseModuleWithOpts(lib, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		require.Equal(t, "data.lib.mandate."+strings.TrimPrefix(orig.Package.Path.String(), "data."), moved.Package.Path.String(), path)
+		require.Equal(t, len(orig.Rules), len(moved.Rules), path)
+		// Moving the references back gives the original rules.
+		for i, r := range moved.Rules {
+			ast.WalkTerms(r, func(t *ast.Term) bool {
+				if ref, ok := t.Value.(ast.Ref); ok && ref.HasPrefix(gatekeeperLibRoot) {
+					t.Value = ast.DefaultRootRef.Concat(ref[len(gatekeeperLibRoot):])
+				}
+				return false
+			})
+			require.True(t, orig.Rules[i].Equal(r), "%s: rule %d differs:\n%v\n%v", path, i, orig.Rules[i], r)
+		}
+		require.Error(t, checkGatekeeperRefs(map[string]*ast.Module{path: orig}, []string{path}), path)
+		moved = ast.MustParseModuleWithOpts(lib, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		require.NoError(t, checkGatekeeperRefs(map[string]*ast.Module{path: moved}, []string{path}), path)
 	}
 }

@@ -24,13 +24,14 @@ func TestRatiosPrintNumbersWithX(t *testing.T) {
 		testCell(sysMandate, 8, 1, 1400, sec), testCell(sysMandate, 8, 2, 1500, sec), testCell(sysMandate, 8, 3, 9000, sec),
 		testCell(sysOPA, 8, 1, 1000, sec), testCell(sysOPA, 8, 2, 1000, sec), testCell(sysOPA, 8, 3, 1000, sec),
 		testCell(sysGatekeeper, 8, 1, 300, sec),
+		testCell(sysGatekeeperLight, 8, 1, 750, sec),
 		testCell(sysIndependent, 8, 1, 3000, sec),
 		testCell(sysMandate, 32, 1, 700, sec), testCell(sysOPA, 32, 1, 0, sec),
 	}
 	sums := summarize(cells, allSystems, []int{8, 32})
 	lines := ratios(sums, []int{8, 32})
 	require.Equal(t, []string{
-		"c=8  mandate/opa 1.50x  mandate/gatekeeper 5.00x  one-tree/independent 0.50x",
+		"c=8  mandate/opa 1.50x  mandate/gatekeeper 5.00x  mandate/gatekeeper-light 2.00x  one-tree/independent 0.50x",
 		"c=32  mandate/opa n/a (no opa reviews)",
 	}, lines)
 }

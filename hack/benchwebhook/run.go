@@ -45,7 +45,8 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	}
 	gatekeeperBin := filepath.Join(c.assets, "gatekeeper")
 	gatekeeperCRDs := filepath.Join(c.assets, "crds", "gatekeeper")
-	if slices.Contains(c.systems, sysGatekeeper) {
+	anyGatekeeper := slices.Contains(c.systems, sysGatekeeper) || slices.Contains(c.systems, sysGatekeeperLight)
+	if anyGatekeeper {
 		for _, p := range []string{gatekeeperBin, gatekeeperCRDs} {
 			if _, err := os.Stat(p); err != nil {
 				return fmt.Errorf("gatekeeper: %w (run hack/gatekeeper.sh)", err)
@@ -68,13 +69,26 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	// Both Gatekeeper policies are built (and the full one's Rego checked
+	// against what Gatekeeper accepts) before anything starts.
+	fullPolicy, err := fullGatekeeperPolicy(c.opaPolicy, c.reference, facts)
+	if err != nil {
+		return err
+	}
+	if _, err := fullPolicy.modules(); err != nil {
+		return err
+	}
+	lightPolicy, err := lightGatekeeperPolicy(model)
+	if err != nil {
+		return err
+	}
 
 	fmt.Fprintf(out, "bench-webhook: %d examples (%d denied), %s per cell, %d round(s), concurrency %v, %d CPUs\n",
 		len(examples), countDenied(examples), c.seconds, c.rounds, c.concurrency, runtime.NumCPU())
 	fmt.Fprintf(out, "uptime at start: %s\n", uptime())
 
 	opts := []envtest.Option{envtest.WithPyTorchJobCRD()}
-	if slices.Contains(c.systems, sysGatekeeper) {
+	if anyGatekeeper {
 		opts = append(opts, envtest.WithCRDPaths(gatekeeperCRDs))
 	}
 	logf("starting kube-apiserver and etcd")
@@ -115,6 +129,9 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 			p    *process
 			url  string
 			dims []string
+			// gk is the Gatekeeper system's policy and API server.
+			gk    *gatekeeperPolicy
+			gkEnv = env
 		)
 		switch name {
 		case sysMandate:
@@ -127,8 +144,21 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 		case sysOPA:
 			p, url, err = startOPA(c.mandate, c.opaPolicy, c.reference, facts, tmp, srv)
 		case sysGatekeeper:
+			gk = &fullPolicy
+			p, url, err = startGatekeeper(name, gatekeeperBin, kubeconfig, c.gkOps, srv)
+		case sysGatekeeperLight:
 			dims = []string{"tenancy", "priority"}
-			p, url, err = startGatekeeper(gatekeeperBin, kubeconfig, c.gkOps, srv)
+			gk = &lightPolicy
+			var (
+				lightKubeconfig string
+				stop            func() error
+			)
+			gkEnv, lightKubeconfig, stop, err = launchNamespacesOnly(ctx, clusterObjs, gatekeeperCRDs, tmp)
+			if err != nil {
+				return err
+			}
+			cleanups = append(cleanups, stop)
+			p, url, err = startGatekeeper(name, gatekeeperBin, lightKubeconfig, c.gkOps, srv)
 		}
 		if err != nil {
 			return err
@@ -142,8 +172,8 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 		if err := p.waitFor(ctx, readyTimeout, name+" ready", func() error { return httpOK(client, p.readyURL) }); err != nil {
 			return err
 		}
-		if name == sysGatekeeper {
-			if err := installGatekeeperPolicy(ctx, env, model, readyTimeout); err != nil {
+		if gk != nil {
+			if err := installGatekeeperPolicy(ctx, gkEnv, *gk, readyTimeout); err != nil {
 				return fmt.Errorf("%w\n%s", err, p.tail())
 			}
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,9 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -134,17 +130,15 @@ func startOPA(bin, policy, reference string, data map[string]any, dir string, s 
 	return p, "https://" + addr + "/", nil
 }
 
-//go:embed gatekeeper/template.yaml
-var gatekeeperTemplate []byte
-
 // gatekeeperNamespace is where Gatekeeper runs (its POD_NAMESPACE).
 const gatekeeperNamespace = "gatekeeper-system"
 
-// startGatekeeper runs Gatekeeper against the API server with envtest's
-// serving certificate (no rotation) and the given --operation values: by
-// default webhook (the admission endpoint) and generate (the constraint
-// CRDs of templates, in a deployment the audit pod's job), no audit.
-func startGatekeeper(bin, kubeconfig string, operations []string, s serving) (*process, string, error) {
+// startGatekeeper runs Gatekeeper (as the system name) against the API
+// server of kubeconfig with envtest's serving certificate (no rotation) and
+// the given --operation values: by default webhook (the admission endpoint)
+// and generate (the constraint CRDs of templates, in a deployment the audit
+// pod's job), no audit.
+func startGatekeeper(name, bin, kubeconfig string, operations []string, s serving) (*process, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
@@ -170,8 +164,8 @@ func startGatekeeper(bin, kubeconfig string, operations []string, s serving) (*p
 	for _, op := range operations {
 		args = append(args, "--operation="+op)
 	}
-	env := append(os.Environ(), "POD_NAMESPACE="+gatekeeperNamespace, "POD_NAME=gatekeeper-bench")
-	p, err := startProcess("gatekeeper", bin, args, env)
+	env := append(os.Environ(), "POD_NAMESPACE="+gatekeeperNamespace, "POD_NAME="+name+"-bench")
+	p, err := startProcess(name, bin, args, env)
 	if err != nil {
 		return nil, "", err
 	}
@@ -179,37 +173,14 @@ func startGatekeeper(bin, kubeconfig string, operations []string, s serving) (*p
 	return p, "https://" + addr + "/v1/admit", nil
 }
 
-// installGatekeeperPolicy creates the ConstraintTemplate, waits for the
-// constraint kind it defines to be served, and creates the constraint with
-// parameters from the model: each tenant's priority classes (its own or
-// inherited), the class defaults, the GPU resources.
-func installGatekeeperPolicy(ctx context.Context, env *envtest.Env, model map[string]any, timeout time.Duration) error {
-	tmpl := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(gatekeeperTemplate, &tmpl.Object); err != nil {
-		return fmt.Errorf("the ConstraintTemplate: %w", err)
+// installGatekeeperPolicy creates the policy's ConstraintTemplate, waits
+// for the constraint kind it defines to be served, and creates the
+// constraint.
+func installGatekeeperPolicy(ctx context.Context, env *envtest.Env, p gatekeeperPolicy, timeout time.Duration) error {
+	if err := env.Client.Create(ctx, p.template.DeepCopy()); err != nil {
+		return fmt.Errorf("unable to create the ConstraintTemplate %s: %w", p.template.GetName(), err)
 	}
-	if err := env.Client.Create(ctx, tmpl); err != nil {
-		return fmt.Errorf("unable to create the ConstraintTemplate: %w", err)
-	}
-	params, err := gatekeeperParameters(model)
-	if err != nil {
-		return err
-	}
-	constraint := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "constraints.gatekeeper.sh/v1beta1",
-		"kind":       "MandateTenantClass",
-		"metadata":   map[string]any{"name": "mandate-tenant-class"},
-		"spec": map[string]any{
-			"enforcementAction": "deny",
-			"match": map[string]any{"kinds": []any{
-				map[string]any{"apiGroups": []any{""}, "kinds": []any{"Pod"}},
-				map[string]any{"apiGroups": []any{"batch"}, "kinds": []any{"Job"}},
-				map[string]any{"apiGroups": []any{"batch.volcano.sh"}, "kinds": []any{"Job"}},
-				map[string]any{"apiGroups": []any{"kubeflow.org"}, "kinds": []any{"PyTorchJob"}},
-			}},
-			"parameters": params,
-		},
-	}}
+	constraint := p.constraint()
 	// The constraint's kind exists once Gatekeeper has compiled the
 	// template and created its CRD.
 	deadline := time.Now().Add(timeout)
@@ -219,7 +190,7 @@ func installGatekeeperPolicy(ctx context.Context, env *envtest.Env, model map[st
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("unable to create the Gatekeeper constraint within %s: %w", timeout, err)
+			return fmt.Errorf("unable to create the Gatekeeper constraint %s %s within %s: %w", p.kind, p.name, timeout, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -45,6 +45,13 @@ _object := input.request.object
 
 _model := data.bench.model
 
+# Every data reference stands alone in its expression: Gatekeeper, which runs
+# this file as a ConstraintTemplate library, moves only those (not ones
+# nested in calls, comprehensions or `some … in`) to where its libraries live.
+_parents := data.bench.parents
+
+_usage := data.bench.usage
+
 # Pod specs of the workload with their replica counts: the object itself for
 # a Pod; every pod template (spec.template, tasks[].template,
 # *ReplicaSpecs.*.template) with its sibling replicas or parallelism.
@@ -112,11 +119,11 @@ priority_class := c if {
 	some c in _declared
 } else := _model.classDefaults[workload_class]
 
-ancestors := graph.reachable(data.bench.parents, {tenant})
+ancestors := graph.reachable(_parents, {tenant})
 
 # The tenant's classes, or those of its nearest ancestor that lists any (the
 # deepest: the one with the most ancestors of its own).
-allowed_classes := max([[count(graph.reachable(data.bench.parents, {a})), _model.tenants[a].priorityClasses] |
+allowed_classes := max([[count(graph.reachable(_parents, {a})), _model.tenants[a].priorityClasses] |
 	some a in ancestors
 	_model.tenants[a].priorityClasses
 ])[1]
@@ -130,8 +137,8 @@ deny contains msg if {
 
 # Quota: each ceiling on the way to the root.
 _used(a, r) := sum([object.get(u, r, 0) |
-	some t, u in data.bench.usage
-	a in graph.reachable(data.bench.parents, {t})
+	some t, u in _usage
+	a in graph.reachable(_parents, {t})
 ])
 
 deny contains msg if {
