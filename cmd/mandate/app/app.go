@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -208,8 +209,14 @@ func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config
 	if c.Namespace != "" {
 		exempt = []string{c.Namespace}
 	}
+	// The report reads the Pods and Nodes the informers hold (synced
+	// before its first run: Ready), the rest from the API server.
+	held := func(ctx context.Context) ([]*cluster.PodFacts, []*corev1.Node, bool) {
+		pods, ok := cluster.HeldPods(ctx, s.Manager.GetCache())
+		return pods, s.State.Nodes(), ok
+	}
 	loop := &authoritymetrics.Loop{Interval: authoritymetrics.DefaultInterval,
-		Report: authoritymetrics.FromCluster(s.Manager.GetAPIReader(), current, exempt), Ready: s.cacheSynced.Load}
+		Report: authoritymetrics.FromClusterHeld(s.Manager.GetAPIReader(), held, current, exempt), Ready: s.cacheSynced.Load}
 	var r manager.Runnable = loop
 	if c.Namespace != "" {
 		r = &elected.Runnable{Run: loop, Lease: authoritymetrics.LeaseName, What: "the authority metrics", Config: rc, Namespace: c.Namespace}
