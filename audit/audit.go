@@ -59,6 +59,12 @@ type Options struct {
 	// Explain asks for the per-dimension explanations of every decision
 	// (Result.Explanations); they cost a third of an evaluation.
 	Explain bool
+	// State, when set, is the state to decide against, holding the
+	// inventory's nodes, namespaces and pods already (a caller that reads
+	// it afterwards, as clusterreport.Build does, instead of a second
+	// state of the whole cluster); nil: Audit builds and counts its own.
+	// Each decided workload's own pods are taken out of it and put back.
+	State *cluster.State
 }
 
 // entry is one workload to audit and the pods of it the state counts.
@@ -90,13 +96,16 @@ func (e entry) typed() []*corev1.Pod {
 // the outcome per workload, sorted: would-deny first, then would-change,
 // then unchanged, each by namespace, kind and name.
 func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
-	state, err := cluster.New(o.Model)
-	if err != nil {
-		return nil, err
-	}
-	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
-		if err := state.Add(obj); err != nil {
+	state, counted := o.State, o.State != nil
+	if !counted {
+		var err error
+		if state, err = cluster.New(o.Model); err != nil {
 			return nil, err
+		}
+		for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
+			if err := state.Add(obj); err != nil {
+				return nil, err
+			}
 		}
 	}
 	entries, rep, err := plan(inv, o)
@@ -104,11 +113,13 @@ func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
 		return nil, err
 	}
 	for i, e := range entries {
-		for _, p := range e.pods {
-			state.UpsertPod(p)
-		}
-		for _, f := range e.facts {
-			state.UpsertPod(f.Pod())
+		if !counted {
+			for _, p := range e.pods {
+				state.UpsertPod(p)
+			}
+			for _, f := range e.facts {
+				state.UpsertPod(f.Pod())
+			}
 		}
 		if e.obj == nil {
 			entries[i].pods, entries[i].facts = nil, nil // counted; only decisions read them again
