@@ -112,7 +112,9 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		// The informers keep of Pods and Nodes only what the decisions
 		// read: at 100k pods the whole objects are gigabytes.
-		Cache:                  cache.Options{ByObject: cluster.StripTransforms()},
+		// Informers of other kinds (owners, namespaces, the gang
+		// controller's metadata) drop managedFields, which nothing reads.
+		Cache:                  cache.Options{ByObject: cluster.StripTransforms(), DefaultTransform: cache.TransformStripManagedFields()},
 		HealthProbeBindAddress: c.HealthAddr,
 		Metrics:                metricsOptions(c, s.BundleStatus),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
