@@ -59,28 +59,53 @@ type Options struct {
 	// Explain asks for the per-dimension explanations of every decision
 	// (Result.Explanations); they cost a third of an evaluation.
 	Explain bool
+	// State, when set, is the state to decide against, holding the
+	// inventory's nodes, namespaces and pods already (a caller that reads
+	// it afterwards, as clusterreport.Build does, instead of a second
+	// state of the whole cluster); nil: Audit builds and counts its own.
+	// Each decided workload's own pods are taken out of it and put back.
+	State *cluster.State
 }
 
 // entry is one workload to audit and the pods of it the state counts.
 type entry struct {
 	// obj is nil for a workload that is not audited (finished, exempt, in
 	// another namespace) but whose pods still count.
-	obj   *unstructured.Unstructured
-	pods  []*corev1.Pod
+	obj  *unstructured.Unstructured
+	pods []*corev1.Pod
+	// facts are pods as ListCounted keeps them, typed (cluster.PodFacts.Pod)
+	// only when counted or decided: at 150,000 pods the typed pods of a
+	// whole inventory would be more than everything else the audit holds.
+	facts []*cluster.PodFacts
 	notes []string
+}
+
+// typed is every pod of e, typed.
+func (e entry) typed() []*corev1.Pod {
+	if len(e.facts) == 0 {
+		return e.pods
+	}
+	out := slices.Clip(e.pods)
+	for _, f := range e.facts {
+		out = append(out, f.Pod())
+	}
+	return out
 }
 
 // Audit decides every workload of inv against the candidate and reports
 // the outcome per workload, sorted: would-deny first, then would-change,
 // then unchanged, each by namespace, kind and name.
 func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
-	state, err := cluster.New(o.Model)
-	if err != nil {
-		return nil, err
-	}
-	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
-		if err := state.Add(obj); err != nil {
+	state, counted := o.State, o.State != nil
+	if !counted {
+		var err error
+		if state, err = cluster.New(o.Model); err != nil {
 			return nil, err
+		}
+		for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
+			if err := state.Add(obj); err != nil {
+				return nil, err
+			}
 		}
 	}
 	entries, rep, err := plan(inv, o)
@@ -88,11 +113,16 @@ func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
 		return nil, err
 	}
 	for i, e := range entries {
-		for _, p := range e.pods {
-			state.UpsertPod(p)
+		if !counted {
+			for _, p := range e.pods {
+				state.UpsertPod(p)
+			}
+			for _, f := range e.facts {
+				state.UpsertPod(f.Pod())
+			}
 		}
 		if e.obj == nil {
-			entries[i].pods = nil // counted; only decisions read them again
+			entries[i].pods, entries[i].facts = nil, nil // counted; only decisions read them again
 		}
 	}
 	user := o.User
@@ -163,34 +193,38 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 	// gang files pod with its gang, the owner Mandate named on it (a
 	// Deployment's pod, past its ReplicaSet), else its controller; or
 	// says why it is audited on its own.
-	gang := func(pod *corev1.Pod) (bool, []string) {
-		o := ledger.GangOwnerOf(pod)
+	// gang is the entry of the gang of the pod of meta, or -1 and why it is
+	// audited on its own.
+	gang := func(meta *metav1.ObjectMeta) (int, []string) {
+		o := ledger.GangOwnerOf(&corev1.Pod{ObjectMeta: *meta})
 		if o == nil || !workload.IsGangOwner(&metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind}) {
-			return false, nil
+			return -1, nil
 		}
 		ref := &metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: types.UID(o.UID)}
-		i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, pod.Namespace, ref.Name)]
+		i, ok := owners[ownerKey(ref.APIVersion, ref.Kind, meta.Namespace, ref.Name)]
 		if ok && (ref.UID == "" || entries[i].obj.GetUID() == "" || ref.UID == entries[i].obj.GetUID()) {
-			entries[i].pods = append(entries[i].pods, pod)
-			return true, nil
+			return i, nil
 		}
-		return false, []string{fmt.Sprintf("controlled by %s %s, which is not in the inventory: audited on its own", ref.Kind, ref.Name)}
+		return -1, []string{fmt.Sprintf("controlled by %s %s, which is not in the inventory: audited on its own", ref.Kind, ref.Name)}
 	}
 	for _, obj := range inv.Pods {
 		pod := &corev1.Pod{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
 			return nil, nil, fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 		}
-		if filed, notes := gang(pod); !filed {
+		if i, notes := gang(&pod.ObjectMeta); i >= 0 {
+			entries[i].pods = append(entries[i].pods, pod)
+		} else {
 			entries = append(entries, entry{obj: obj, pods: []*corev1.Pod{pod}, notes: notes})
 		}
 	}
 	// A pod of Facts is counted, never decided: a cluster report lists no
 	// pod, each holding itself (ListCounted).
 	for _, f := range inv.Facts {
-		pod := f.Pod()
-		if filed, _ := gang(pod); !filed {
-			entries = append(entries, entry{pods: []*corev1.Pod{pod}})
+		if i, _ := gang(&f.ObjectMeta); i >= 0 {
+			entries[i].facts = append(entries[i].facts, f)
+		} else {
+			entries = append(entries, entry{facts: []*cluster.PodFacts{f}})
 		}
 	}
 	exempt := slices.Concat(review.SystemNamespaces, o.Exempt)
@@ -207,9 +241,11 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 		case o.Namespace != "" && ns != o.Namespace:
 		case finished(e.obj):
 			nFinished++
-		case inv.countedOnly && subtracted(e.pods).Pods > 0:
+		case inv.countedOnly && subtracted(e.typed()).Pods > 0:
 			// Runs or is placed: counted; a report never lists it.
 		default:
+			// Audited: its pods typed, as decide reads them.
+			e.pods, e.facts = e.typed(), nil
 			kept = append(kept, e)
 			continue
 		}

@@ -43,6 +43,8 @@ type Inventory struct {
 	// state counts (ListCounted); Audit decides only workloads without
 	// counted pods.
 	countedOnly bool
+	// held: the Facts and Nodes were given (ListCountedHeld), not listed.
+	held bool
 }
 
 // EachPod calls fn with every pod of the inventory, typed: each of Pods,

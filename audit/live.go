@@ -61,6 +61,36 @@ func ListCounted(ctx context.Context, c client.Reader, source string) (*Inventor
 	return list(ctx, c, &Inventory{Source: source, countedOnly: true})
 }
 
+// ListCountedHeld is ListCounted with the Pods and Nodes given as serve's
+// informers hold them (cluster.StripTransforms: the same PodFacts and
+// stripped Nodes ListCounted keeps), read by c only for the rest: a
+// report inside serve then shares serve's objects instead of listing the
+// cluster's pods again and keeping its own copy of each. The objects are
+// only read.
+func ListCountedHeld(ctx context.Context, c client.Reader, source string, pods []*cluster.PodFacts, nodes []*corev1.Node) (*Inventory, error) {
+	inv := &Inventory{Source: source, countedOnly: true, held: true, Facts: pods}
+	for _, n := range nodes {
+		obj, err := strippedNode(n)
+		if err != nil {
+			return nil, err
+		}
+		inv.Nodes = append(inv.Nodes, obj)
+	}
+	return list(ctx, c, inv)
+}
+
+// strippedNode is n as an inventory keeps it: stripped (a no-op for a
+// node stripped already), unstructured.
+func strippedNode(n *corev1.Node) (*unstructured.Unstructured, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cluster.StripNode(n))
+	if err != nil {
+		return nil, fmt.Errorf("unable to keep what is counted of Node %s: %w", n.Name, err)
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetGroupVersionKind(nodeGVK)
+	return obj, nil
+}
+
 func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, error) {
 	log := ctrl.LoggerFrom(ctx)
 	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, workload.GangOwners()...)
@@ -69,6 +99,8 @@ func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, err
 		var n int
 		var err error
 		switch {
+		case inv.held && (gvk == podGVK || gvk == nodeGVK):
+			continue // given
 		case inv.countedOnly && gvk == podGVK:
 			n, err = listTyped(ctx, c, func() *corev1.PodList { return &corev1.PodList{} }, func(l *corev1.PodList) error {
 				for i := range l.Items {
@@ -79,12 +111,10 @@ func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, err
 		case inv.countedOnly && gvk == nodeGVK:
 			n, err = listTyped(ctx, c, func() *corev1.NodeList { return &corev1.NodeList{} }, func(l *corev1.NodeList) error {
 				for i := range l.Items {
-					u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cluster.StripNode(&l.Items[i]))
+					obj, err := strippedNode(&l.Items[i])
 					if err != nil {
-						return fmt.Errorf("unable to keep what is counted of Node %s: %w", l.Items[i].Name, err)
+						return err
 					}
-					obj := &unstructured.Unstructured{Object: u}
-					obj.SetGroupVersionKind(nodeGVK)
 					inv.Nodes = append(inv.Nodes, obj)
 				}
 				return nil

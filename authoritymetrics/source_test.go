@@ -14,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/authoritymetrics"
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
@@ -112,6 +114,35 @@ func TestFromClusterKeepsWhatIsCounted(t *testing.T) {
 	got, err := counted(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
+
+	// Inside serve the report reads the Pods and Nodes its informers
+	// hold (PodFacts, stripped Nodes), not a listing: the same report.
+	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, ByObject: cluster.StripTransforms()})
+	require.NoError(t, err)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	_, err = informers.GetInformer(cctx, &corev1.Pod{})
+	require.NoError(t, err)
+	go func() { _ = informers.Start(cctx) }()
+	require.True(t, informers.WaitForCacheSync(cctx))
+	heldPods := 0
+	fromServe := authoritymetrics.FromClusterHeld(c, func(ctx context.Context) ([]*cluster.PodFacts, []*corev1.Node, bool) {
+		pods, ok := cluster.HeldPods(ctx, informers)
+		var nodes corev1.NodeList
+		if !ok || informers.List(ctx, &nodes) != nil {
+			return nil, nil, false
+		}
+		heldPods = len(pods)
+		var out []*corev1.Node
+		for i := range nodes.Items {
+			out = append(out, cluster.StripNode(&nodes.Items[i]))
+		}
+		return pods, out, true
+	}, func() *evaluator.Evaluator { return ev }, nil)
+	got, err = fromServe(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Equal(t, pods, heldPods, "the report read the informer's pods")
 	// The report is about something: the running pods are counted, the
 	// pending Jobs listed as blocked, the free nodes idle.
 	used := 0

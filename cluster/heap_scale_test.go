@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,10 +71,12 @@ func TestHeapAtScale(t *testing.T) {
 	for _, n := range storedNodes {
 		s.UpsertNode(n)
 	}
+	fed := time.Now()
 	for _, p := range storedPods {
 		s.UpsertPod(p.Pod())
 	}
 	_ = s.Snapshot()
+	t.Logf("fed %d pods in %s", len(storedPods), time.Since(fed))
 	state := live() - base - objects
 	t.Logf("%d nodes, %d pods: stored stripped objects %d MiB (%d B/pod), State (ledger, topology) %d MiB (%d B/pod)",
 		nodes, pods, objects>>20, objects/uint64(nodes+pods), state>>20, state/uint64(pods))

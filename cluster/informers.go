@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -94,4 +97,30 @@ func eventHandler(upsert, remove func(any)) toolscache.ResourceEventHandlerFuncs
 			remove(o)
 		},
 	}
+}
+
+// HeldPods is every pod the Pod informer of informers holds as PodFacts
+// (a cache with StripTransforms), sorted by namespace and name, shared
+// with the informer: callers only read them. ok is false when that
+// informer holds anything else, or its store cannot be read.
+func HeldPods(ctx context.Context, informers cache.Informers) (pods []*PodFacts, ok bool) {
+	inf, err := informers.GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, false
+	}
+	st, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, false
+	}
+	for _, o := range st.GetStore().List() {
+		f, ok := o.(*PodFacts)
+		if !ok {
+			return nil, false
+		}
+		pods = append(pods, f)
+	}
+	slices.SortFunc(pods, func(a, b *PodFacts) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return pods, true
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
@@ -261,7 +262,9 @@ func TestStripDropsTheBulk(t *testing.T) {
 			t.Fatalf("node %s keeps fields no decision reads: %+v", n.Name, s)
 		}
 	}
-	// A tombstone or another type passes through the cache's transform untouched.
+	// A tombstone passes through the cache's transform untouched; another
+	// type (the gang controller's metadata of every pod) loses only its
+	// managedFields.
 	var tr cache.ByObject
 	for o, byObject := range StripTransforms() {
 		if _, ok := o.(*corev1.Pod); ok {
@@ -271,11 +274,17 @@ func TestStripDropsTheBulk(t *testing.T) {
 	if tr.Transform == nil {
 		t.Fatal("no transform for Pods")
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
-	if got, err := tr.Transform(ns); err != nil || got != any(ns) {
-		t.Errorf("Transform(namespace) = %v, %v; want it untouched", got, err)
+	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/x", Obj: pods[0]}
+	if got, err := tr.Transform(tomb); err != nil || got != any(tomb) {
+		t.Errorf("Transform(tombstone) = %v, %v; want it untouched", got, err)
 	}
-	got, err := tr.Transform(pods[0])
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns",
+		Annotations: map[string]string{"mandate.dev/directives": "{}"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
+	got, err := tr.Transform(meta)
+	if m, ok := got.(*metav1.PartialObjectMetadata); err != nil || !ok || m.ManagedFields != nil || m.Name != "x" || m.Annotations["mandate.dev/directives"] != "{}" {
+		t.Errorf("Transform(pod metadata) = %+v, %v; want it without managedFields, else as it was", got, err)
+	}
+	got, err = tr.Transform(pods[0])
 	if f, ok := got.(*PodFacts); err != nil || !ok || f.Name != pods[0].Name {
 		t.Errorf("Transform(pod) = %v, %v; want its PodFacts", got, err)
 	}

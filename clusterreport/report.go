@@ -120,15 +120,19 @@ type Options struct {
 
 // Build reports on inv (and the schedulers' objects in sched).
 func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerState, o Options) (*Report, error) {
-	exps, err := explain.All(ctx, inv, sched, o.Options)
-	if err != nil {
-		return nil, err
-	}
 	state, err := cluster.New(o.Model)
 	if err != nil {
 		return nil, err
 	}
 	if err := count(state, inv); err != nil {
+		return nil, err
+	}
+	// The workloads are decided against the same state (each one's own
+	// pods taken out and put back), not a second one of the whole cluster.
+	eo := o.Options
+	eo.State = state
+	exps, err := explain.All(ctx, inv, sched, eo)
+	if err != nil {
 		return nil, err
 	}
 	// Used is what pods hold; reserved what the shared ledger's

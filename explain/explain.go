@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/audit"
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/review"
@@ -39,6 +40,9 @@ type Options struct {
 	Revision string
 	// Exempt namespaces are never governed (see audit.Options).
 	Exempt []string
+	// State, when set, is the cluster state to decide against, holding the
+	// inventory already (see audit.Options.State).
+	State *cluster.State
 }
 
 // Explanation is the answer for one workload.
@@ -116,7 +120,7 @@ func Explain(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, t
 // All explains every governed workload of inv, deciding each once.
 func All(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, o Options) ([]*Explanation, error) {
 	rep, err := audit.Audit(ctx, inv, audit.Options{
-		Decider: o.Decider, Model: o.Model, Revision: o.Revision, Exempt: o.Exempt, Explain: true,
+		Decider: o.Decider, Model: o.Model, Revision: o.Revision, Exempt: o.Exempt, Explain: true, State: o.State,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unable to decide the workloads again: %w", err)

@@ -39,7 +39,7 @@ type Config struct {
 
 type podEntry struct {
 	namespace string
-	gpus      map[string]int
+	gpus      topology.Counts
 	// product is the GPU product the pod asks for ("" for any), node the
 	// node it is bound to ("" while pending): a pod without a product
 	// counts against its node's (see counted).
@@ -56,11 +56,14 @@ type podEntry struct {
 }
 
 // attribution is what a pod consumes of reservations: its GPUs, under each
-// of its reservation keys, for its tenant.
+// of its reservation keys, for its tenant. keys leave out the pod's own
+// WorkloadKey: only the pod itself consumes that one, so its reservation
+// reads the pod's attribution (refresh) instead of a consumed entry per
+// pod.
 type attribution struct {
 	keys   []string
 	tenant string
-	gpus   map[string]int
+	gpus   topology.Counts
 }
 
 // Ledger is safe for concurrent use.
@@ -73,7 +76,8 @@ type Ledger struct {
 	rolled   map[string]map[string]Usage
 	reserved map[string]*reservation
 	// consumed sums, per consumedKey, the GPUs of the pods seen that
-	// consume that reservation; attributed remembers each pod's share
+	// consume that reservation (an owner's or a request's; a pod's own
+	// is its attribution); attributed remembers each pod's share
 	// (terminal pods too: a finished pod still consumed its reservation)
 	// until the pod is deleted.
 	consumed   map[string]map[string]int
@@ -168,7 +172,8 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	l.mu.RLock()
 	mem := l.cfg.GPUMemory
 	l.mu.RUnlock()
-	gpus, share := podDemand(pod, mem)
+	demand, share := podDemand(pod, mem)
+	gpus := topology.CountsOf(demand)
 	var next podEntry
 	counted := false
 	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
@@ -182,14 +187,11 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forget(key)
-	if old, ok := l.attributed[key]; ok {
-		l.attribute(old, -1)
-		delete(l.attributed, key)
-	}
+	l.unattribute(key)
 	if len(gpus) > 0 {
-		a := attribution{keys: reservationKeys(pod), tenant: l.nsTenant[pod.Namespace], gpus: WithProduct(gpus, workload.PodProduct(&pod.Spec))}
+		a := attribution{keys: reservationKeys(pod), tenant: l.nsTenant[pod.Namespace], gpus: withProduct(gpus, workload.PodProduct(&pod.Spec))}
 		l.attributed[key] = a
-		l.attribute(a, +1)
+		l.attribute(key, a, +1)
 	}
 	if counted {
 		l.confirmClaim(pod, next.owner)
@@ -220,10 +222,7 @@ func (l *Ledger) DeletePod(namespace, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.forget(key)
-	if old, ok := l.attributed[key]; ok {
-		l.attribute(old, -1)
-		delete(l.attributed, key)
-	}
+	l.unattribute(key)
 }
 
 // apply adds (sign +1) or removes (-1) a pod's GPUs on the tenant and every
@@ -237,13 +236,13 @@ func (l *Ledger) apply(tenant string, e podEntry, sign int) {
 			byRes = map[string]Usage{}
 			l.rolled[t] = byRes
 		}
-		for res, n := range gpus {
-			u := byRes[res]
-			u.Total += sign * n
+		for _, c := range gpus {
+			u := byRes[c.Resource]
+			u.Total += sign * c.N
 			if !preemptible {
-				u.NonPreemptible += sign * n
+				u.NonPreemptible += sign * c.N
 			}
-			byRes[res] = u
+			byRes[c.Resource] = u
 		}
 	}
 }

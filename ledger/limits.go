@@ -3,6 +3,8 @@ package ledger
 import (
 	"maps"
 	"time"
+
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Limit is one quota limit a decision relied on: the tenant, the usage key
@@ -77,7 +79,7 @@ func (l *Ledger) usageWithout(tenant, key, ownerUID string) map[string]map[strin
 		out[t] = byRes
 	}
 	if r, ok := l.reserved[key]; ok && key != "" && len(r.applied) > 0 {
-		l.subtract(out, r.Tenant, podEntry{gpus: r.applied, explicit: explicitOf(r.Preemptible)})
+		l.subtract(out, r.Tenant, podEntry{gpus: topology.CountsOf(r.applied), explicit: explicitOf(r.Preemptible)})
 	}
 	if ownerUID != "" {
 		for _, e := range l.pods {
@@ -100,13 +102,13 @@ func (l *Ledger) subtract(out map[string]map[string]Usage, tenant string, e podE
 		if !ok {
 			continue
 		}
-		for res, n := range gpus {
-			u := byRes[res]
-			u.Total -= n
+		for _, c := range gpus {
+			u := byRes[c.Resource]
+			u.Total -= c.N
 			if !preemptible {
-				u.NonPreemptible -= n
+				u.NonPreemptible -= c.N
 			}
-			byRes[res] = u
+			byRes[c.Resource] = u
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package ledger
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mandate-dev/mandate/topology"
+)
 
 // productSep joins a GPU resource and a GPU product in a usage key. Neither
 // a resource name (a qualified name) nor a label value may contain it.
@@ -68,7 +72,7 @@ func (l *Ledger) SetNodeProduct(node, product string) {
 // counted is what a pod entry counts: its GPUs per resource and per
 // resource and product, the product being the one it asked for, else its
 // node's. Callers hold the lock.
-func (l *Ledger) counted(e podEntry) map[string]int {
+func (l *Ledger) counted(e podEntry) topology.Counts {
 	product := e.product
 	if product == "" && e.node != "" {
 		product = l.nodeProduct[e.node]
@@ -76,7 +80,25 @@ func (l *Ledger) counted(e podEntry) map[string]int {
 	if product == "" {
 		return e.gpus
 	}
-	return WithProduct(e.gpus, product)
+	return withProduct(e.gpus, product)
+}
+
+// withProduct is WithProduct of Counts.
+func withProduct(gpus topology.Counts, product string) topology.Counts {
+	if product == "" {
+		return gpus
+	}
+	out := make(topology.Counts, 0, 2*len(gpus))
+	for _, c := range gpus {
+		out = append(out, c)
+		if !IsProductKey(c.Resource) {
+			out = append(out, topology.Count{Resource: ProductKey(c.Resource, product), N: c.N})
+		}
+	}
+	if len(out) > 2 {
+		return topology.CountsOf(out.Map())
+	}
+	return out
 }
 
 // index adds (sign +1) or removes (-1) the pod of key from its node's

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -157,12 +158,13 @@ func (l *Ledger) release(key string) {
 // exempt namespace's, which Mandate never rewrites) consumes nothing of it.
 func consumedKey(key, tenant string) string { return key + "\x00" + tenant }
 
-// reservationKeys are the reservations a pod's GPUs consume: the pod's own
-// (a named pod), its controller owner's (a gang's pods, pod by pod) and
+// reservationKeys are the reservations a pod's GPUs consume beside the
+// pod's own (a named pod's, which attribute and refresh read from the
+// pod's attribution): its controller owner's (a gang's pods, pod by pod) and
 // the request's that admitted it or its owner without a name
 // (workload.AnnotationReservation).
 func reservationKeys(pod *corev1.Pod) []string {
-	keys := []string{WorkloadKey("v1", "Pod", pod.Namespace, pod.Name)}
+	var keys []string
 	if owner := GangOwnerOf(pod); owner != nil {
 		keys = append(keys, WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name))
 	}
@@ -172,10 +174,12 @@ func reservationKeys(pod *corev1.Pod) []string {
 	return keys
 }
 
-// attribute adds (sign +1) or removes (-1) a pod's GPUs to what its
-// reservations' keys have consumed, and recounts those reservations.
+// attribute adds (sign +1) or removes (-1) the GPUs of the pod of key
+// (namespace/name) to what its reservations' keys have consumed, and
+// recounts those reservations. The pod's own reservation reads
+// l.attributed: callers have added a (sign +1) or removed it (-1) before.
 // Callers hold the lock.
-func (l *Ledger) attribute(a attribution, sign int) {
+func (l *Ledger) attribute(key string, a attribution, sign int) {
 	for _, key := range a.keys {
 		ck := consumedKey(key, a.tenant)
 		c := l.consumed[ck]
@@ -183,10 +187,10 @@ func (l *Ledger) attribute(a attribution, sign int) {
 			c = map[string]int{}
 			l.consumed[ck] = c
 		}
-		for res, n := range a.gpus {
-			c[res] += sign * n
-			if c[res] <= 0 {
-				delete(c, res)
+		for _, g := range a.gpus {
+			c[g.Resource] += sign * g.N
+			if c[g.Resource] <= 0 {
+				delete(c, g.Resource)
 			}
 		}
 		if len(c) == 0 {
@@ -196,6 +200,19 @@ func (l *Ledger) attribute(a attribution, sign int) {
 			l.refresh(key)
 		}
 	}
+	own := podKeyPrefix + key
+	if r, ok := l.reserved[own]; ok && r.Tenant == a.tenant {
+		l.refresh(own)
+	}
+}
+
+// unattribute stops the pod of key (namespace/name) consuming its
+// reservations. Callers hold the lock.
+func (l *Ledger) unattribute(key string) {
+	if old, ok := l.attributed[key]; ok {
+		delete(l.attributed, key)
+		l.attribute(key, old, -1)
+	}
 }
 
 // refresh recounts reservation key: its GPUs less what pods consumed of
@@ -203,9 +220,16 @@ func (l *Ledger) attribute(a attribution, sign int) {
 func (l *Ledger) refresh(key string) {
 	r := l.reserved[key]
 	consumed := l.consumed[consumedKey(key, r.Tenant)]
+	// A pod's own reservation is consumed by the pod alone.
+	var own topology.Counts
+	if name, isPod := strings.CutPrefix(key, podKeyPrefix); isPod {
+		if a, ok := l.attributed[name]; ok && a.tenant == r.Tenant {
+			own = a.gpus
+		}
+	}
 	left := make(map[string]int, len(r.GPUs))
 	for res, n := range r.GPUs {
-		if n -= consumed[res]; n > 0 {
+		if n -= consumed[res] + own.Get(res); n > 0 {
 			left[res] = n
 		}
 	}
@@ -240,7 +264,7 @@ func (l *Ledger) expire() {
 
 func (l *Ledger) applyReservation(r *reservation, gpus map[string]int, sign int) {
 	if len(gpus) > 0 {
-		l.apply(r.Tenant, podEntry{gpus: gpus, explicit: explicitOf(r.Preemptible)}, sign)
+		l.apply(r.Tenant, podEntry{gpus: topology.CountsOf(gpus), explicit: explicitOf(r.Preemptible)}, sign)
 	}
 }
 

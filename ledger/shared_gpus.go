@@ -46,12 +46,12 @@ func remapMemory(e podEntry, mem topology.GPUMemory) podEntry {
 	if dev, ok := mem.DeviceMiB(topology.SharedResource, e.product); ok {
 		next.Milli = topology.MemoryMilli(next.MemMiB, dev)
 	}
-	gpus := make(map[string]int, len(e.gpus))
-	for r, n := range e.gpus {
-		gpus[r] = n
+	gpus := e.gpus.Map()
+	if gpus == nil {
+		gpus = map[string]int{}
 	}
 	gpus[SharedKey(topology.SharedResource)] += next.Total() - e.share.Total()
-	e.gpus, e.share = gpus, next
+	e.gpus, e.share = topology.CountsOf(gpus), next
 	return e
 }
 

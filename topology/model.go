@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +56,7 @@ type nodeState struct {
 
 type podState struct {
 	node string
-	req  map[string]int
+	req  Counts
 	// memMiB and devices are a KAI gpu-memory pod's request, kept so that
 	// its share is mapped again under a new Config (Reconfigure).
 	memMiB  int64
@@ -118,7 +119,7 @@ func (m *Model) UpsertPod(pod *corev1.Pod) {
 	bound := pod.Spec.NodeName != "" && !podTerminal(pod)
 	if bound {
 		if req := podGPURequests(pod); req != nil {
-			next = podState{node: pod.Spec.NodeName, req: req}
+			next = podState{node: pod.Spec.NodeName, req: CountsOf(req)}
 		}
 	}
 	m.mu.Lock()
@@ -146,7 +147,7 @@ func (m *Model) sharedPod(pod *corev1.Pod) podState {
 		return podState{}
 	}
 	return podState{
-		node: pod.Spec.NodeName, req: map[string]int{sharedGPUKey: share.Total()},
+		node: pod.Spec.NodeName, req: Counts{{Resource: sharedGPUKey, N: share.Total()}},
 		memMiB: share.MemMiB, devices: share.Devices,
 	}
 }
@@ -165,7 +166,7 @@ func (m *Model) remapMemory(st podState) podState {
 	if dev, ok := m.rules.gpuMemory.DeviceMiB(SharedResource, product); ok {
 		milli = MemoryMilli(st.memMiB, dev)
 	}
-	st.req = map[string]int{sharedGPUKey: st.devices * milli}
+	st.req = Counts{{Resource: sharedGPUKey, N: st.devices * milli}}
 	return st
 }
 
@@ -244,7 +245,7 @@ func (m *Model) setPod(key string, next podState) {
 	if !had && next.req == nil {
 		return
 	}
-	if had && prev.node == next.node && maps.Equal(prev.req, next.req) {
+	if had && prev.node == next.node && slices.Equal(prev.req, next.req) {
 		return
 	}
 	if next.req == nil {
@@ -265,7 +266,7 @@ func (m *Model) setPod(key string, next podState) {
 }
 
 // addUsed takes minus off and adds plus to the GPUs used on the node.
-func (m *Model) addUsed(name string, minus, plus map[string]int) {
+func (m *Model) addUsed(name string, minus, plus Counts) {
 	st := m.nodes[name]
 	if st == nil {
 		st = &nodeState{}
@@ -275,13 +276,13 @@ func (m *Model) addUsed(name string, minus, plus map[string]int) {
 		if st.used == nil {
 			st.used = make(map[string]int, len(plus))
 		}
-		for r, v := range minus {
-			if st.used[r] -= v; st.used[r] == 0 {
-				delete(st.used, r)
+		for _, c := range minus {
+			if st.used[c.Resource] -= c.N; st.used[c.Resource] == 0 {
+				delete(st.used, c.Resource)
 			}
 		}
-		for r, v := range plus {
-			st.used[r] += v
+		for _, c := range plus {
+			st.used[c.Resource] += c.N
 		}
 	})
 	if moved {

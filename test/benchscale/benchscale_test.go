@@ -19,8 +19,8 @@
 // BENCH_SCALE_GPU_FILL (0.8: pods beyond that share of the GPUs take
 // none, so a gang still fits), BENCH_SCALE_COMPARE (a second mandate
 // binary, e.g. an older build, run beside this one at every pod count),
-// BENCH_SCALE_GOMEMLIMIT (serve's GOMEMLIMIT; default the chart's memory
-// limit, as the chart sets it; empty for none), BENCH_SCALE_HEAP_PROFILE
+// BENCH_SCALE_GOMEMLIMIT (serve's GOMEMLIMIT; default 90% of the chart's
+// memory limit, as the chart sets it; empty for none), BENCH_SCALE_HEAP_PROFILE
 // (a directory: after the last pod count, serve runs in this process for
 // a minute and its heap profile at the peak is written there and its top
 // printed).
@@ -78,6 +78,9 @@ const (
 	// chartMemoryLimit is the chart's default container memory limit
 	// (charts/mandate/values.yaml resources.limits.memory).
 	chartMemoryLimit = 1 << 30
+	// chartGoMemLimitPercent is the share of it the chart sets as
+	// GOMEMLIMIT (values.yaml goMemLimitPercent).
+	chartGoMemLimitPercent = 90
 )
 
 type benchConfig struct {
@@ -87,8 +90,8 @@ type benchConfig struct {
 	gang      int
 	decisions int
 	gpuFill   float64
-	// memLimit is serve's GOMEMLIMIT: the chart's memory limit, as the
-	// chart sets it; "" leaves it unset.
+	// memLimit is serve's GOMEMLIMIT: chartGoMemLimitPercent of the
+	// chart's memory limit, as the chart sets it; "" leaves it unset.
 	memLimit string
 }
 
@@ -126,7 +129,7 @@ func readConfig(t *testing.T) benchConfig {
 		}
 		c.gpuFill = f
 	}
-	c.memLimit = strconv.Itoa(chartMemoryLimit)
+	c.memLimit = strconv.Itoa(chartMemoryLimit * chartGoMemLimitPercent / 100)
 	if v, ok := os.LookupEnv("BENCH_SCALE_GOMEMLIMIT"); ok {
 		c.memLimit = v
 	}

@@ -197,6 +197,22 @@ func TestTemplateDefaults(t *testing.T) {
 	t.Run("rbac is least privilege", func(t *testing.T) {
 		checkRBAC(t, objs)
 	})
+
+	t.Run("GOMEMLIMIT leaves headroom below the memory limit", func(t *testing.T) {
+		limit := func(objs []*unstructured.Unstructured) string {
+			d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", fullname))
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMEMLIMIT" {
+					return e.Value
+				}
+			}
+			return ""
+		}
+		assert.Equal(t, "966367641", limit(objs), "90% of 1Gi")
+		assert.Equal(t, "1717986918", limit(render(t, release, namespace, "--set", "resources.limits.memory=2048Mi", "--set", "goMemLimitPercent=80")))
+		assert.Equal(t, "1800000000", limit(render(t, release, namespace, "--set", "resources.limits.memory=2G")))
+		assert.Empty(t, limit(render(t, release, namespace, "--set", "resources.limits.memory=null")), "no limit, no GOMEMLIMIT")
+	})
 }
 
 // TestTemplateNonDefault renders the non-default values.
@@ -312,6 +328,8 @@ func TestValuesRejected(t *testing.T) {
 		{"evaluation timeout not a duration", []string{"--set", "evaluation.timeout=fast"}, "/evaluation/timeout"},
 		{"old signingKeySecret", []string{"--set", "policies.bundle.signingKeySecret=k"}, "additional properties 'signingKeySecret' not allowed"},
 		{"unknown source", []string{"--set", "policies.source=oci"}, "/policies/source"},
+		{"memory limit GOMEMLIMIT cannot be derived from", []string{"--set", "resources.limits.memory=1.5Gi"}, "to derive GOMEMLIMIT from"},
+		{"goMemLimitPercent above 100", []string{"--set", "goMemLimitPercent=120"}, "/goMemLimitPercent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"template", release, chartDir, "--namespace", namespace}, tc.args...)...)

@@ -127,3 +127,27 @@ admissionReviewVersions: ["v1"]
 {{- define "mandate.caSecretName" -}}
 {{- printf "%s-webhook-ca" (include "mandate.fullname" .) }}
 {{- end }}
+
+{{/*
+GOMEMLIMIT for a container memory limit (a Kubernetes quantity such as 1Gi,
+1024Mi or 1073741824): goMemLimitPercent of it, in bytes. The Go runtime
+counts only its own memory against GOMEMLIMIT; the process's RSS also holds
+what the runtime does not (thread stacks outside the heap, fragmentation,
+pages it has not returned yet), so a GOMEMLIMIT equal to the limit lets the
+RSS pass the limit before the collector pushes back: the OOM killer then
+acts first. A limit below it (90%, as common practice) leaves that headroom.
+*/}}
+{{- define "mandate.goMemLimit" -}}
+{{- $q := toString .limit -}}
+{{- $units := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "" 1 -}}
+{{- $num := regexFind "^[0-9]+" $q -}}
+{{- $suffix := trimPrefix $num $q -}}
+{{- if or (not $num) (not (hasKey $units $suffix)) -}}
+{{- fail (printf "resources.limits.memory %q: want whole bytes or a whole number of Ki, Mi, Gi, Ti, k, M, G or T to derive GOMEMLIMIT from" $q) -}}
+{{- end -}}
+{{- $percent := int64 .percent -}}
+{{- if or (lt $percent 1) (gt $percent 100) -}}
+{{- fail (printf "goMemLimitPercent %d: want 1 to 100" $percent) -}}
+{{- end -}}
+{{- div (mul (int64 $num) (int64 (get $units $suffix)) $percent) 100 -}}
+{{- end -}}

@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -47,6 +50,7 @@ import (
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Server is `mandate serve`, assembled: a manager whose cache feeds the
@@ -108,7 +112,9 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		// The informers keep of Pods and Nodes only what the decisions
 		// read: at 100k pods the whole objects are gigabytes.
-		Cache:                  cache.Options{ByObject: cluster.StripTransforms()},
+		// Informers of other kinds (owners, namespaces, the gang
+		// controller's metadata) drop managedFields, which nothing reads.
+		Cache:                  cache.Options{ByObject: cluster.StripTransforms(), DefaultTransform: cache.TransformStripManagedFields()},
 		HealthProbeBindAddress: c.HealthAddr,
 		PprofBindAddress:       c.PprofAddr,
 		Metrics:                metricsOptions(c, s.BundleStatus),
@@ -146,6 +152,9 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
 	s.Service.OwnerCache = s.Manager.GetCache()
+	if err := startOwnerInformers(ctx, s.Manager.GetCache(), s.Manager.GetRESTMapper()); err != nil {
+		return nil, err
+	}
 	// DRA claims and templates are read through the manager's cache: one
 	// informer each, started on first use, instead of a GET per admission.
 	s.Service.Claims = s.Manager.GetClient()
@@ -203,8 +212,14 @@ func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config
 	if c.Namespace != "" {
 		exempt = []string{c.Namespace}
 	}
+	// The report reads the Pods and Nodes the informers hold (synced
+	// before its first run: Ready), the rest from the API server.
+	held := func(ctx context.Context) ([]*cluster.PodFacts, []*corev1.Node, bool) {
+		pods, ok := cluster.HeldPods(ctx, s.Manager.GetCache())
+		return pods, s.State.Nodes(), ok
+	}
 	loop := &authoritymetrics.Loop{Interval: authoritymetrics.DefaultInterval,
-		Report: authoritymetrics.FromCluster(s.Manager.GetAPIReader(), current, exempt)}
+		Report: authoritymetrics.FromClusterHeld(s.Manager.GetAPIReader(), held, current, exempt), Ready: s.cacheSynced.Load}
 	var r manager.Runnable = loop
 	if c.Namespace != "" {
 		r = &elected.Runnable{Run: loop, Lease: authoritymetrics.LeaseName, What: "the authority metrics", Config: rc, Namespace: c.Namespace}
@@ -468,6 +483,29 @@ func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager
 		return nil, fmt.Errorf("certs: %w", err)
 	}
 	return rot, nil
+}
+
+// startOwnerInformers starts, with the cache, the informers of the gang
+// owner kinds served, through which gang pods read their owner
+// (review.Service.OwnerCache). The cache would start one on the first read
+// of its kind: that read, on the first gang after a start, then waits for
+// the informer's first listing and falls back to the API server, while the
+// gang's pods arrive by the hundred.
+func startOwnerInformers(ctx context.Context, informers cache.Informers, mapper meta.RESTMapper) error {
+	for _, gvk := range workload.GangOwners() {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // not served: no owner of this kind to read
+			}
+			return fmt.Errorf("unable to map %s: %w", gvk, err)
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if _, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("unable to get the %s informer: %w", gvk.Kind, err)
+		}
+	}
+	return nil
 }
 
 // waitForSync marks the state synced once the cache is and the state has
