@@ -22,10 +22,10 @@ type serving struct {
 	ca      []byte
 }
 
-// chartMemoryLimit is the chart's default container memory limit
-// (charts/mandate/values.yaml, resources.limits.memory), which the chart
-// hands serve as GOMEMLIMIT.
-const chartMemoryLimit = "1GiB"
+// chartGoMemLimit is the GOMEMLIMIT the chart gives serve by default:
+// goMemLimitPercent (90) of the container's memory limit (1Gi), both in
+// charts/mandate/values.yaml.
+const chartGoMemLimit = "943718400" // 0.9 × 1Gi, in bytes
 
 // startMandate runs `mandate serve` as test/load does: against the API
 // server with an admin kubeconfig, envtest's serving certificate, and the
@@ -55,9 +55,9 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*proces
 	if policiesDir != "" {
 		args = append(args, "--policies", policiesDir)
 	}
-	// As the chart runs it: GOMEMLIMIT is the container's memory limit
-	// (the chart's default, 1Gi), under which serve's gcPercent applies.
-	env := append(os.Environ(), "GOMEMLIMIT="+chartMemoryLimit)
+	// As the chart runs it, with GOMEMLIMIT, under which serve's
+	// gcPercent applies.
+	env := append(os.Environ(), "GOMEMLIMIT="+chartGoMemLimit)
 	p, err := startProcess(name, bin, args, env)
 	if err != nil {
 		return nil, "", err
