@@ -12,19 +12,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// admitAll answers every AdmissionReview allowed, echoing its uid.
-func admitAll(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Request struct {
-			UID string `json:"uid"`
-		} `json:"request"`
+// answering answers every AdmissionReview with the response (the JSON of
+// its fields after the uid) given, echoing its uid.
+func answering(response string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,%s}}`, in.Request.UID, response)
 	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, in.Request.UID)
 }
+
+// admitAll answers every AdmissionReview allowed.
+var admitAll = answering(`"allowed":true`)
 
 // TestDriveCountsWrongVerdictsAndErrors: a server admitting everything is
 // wrong on the denied examples and right on the others; one answering 500
@@ -32,7 +38,7 @@ func admitAll(w http.ResponseWriter, r *http.Request) {
 func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
 	examples, err := loadExamples(repoExamples + "/workloads")
 	require.NoError(t, err)
-	srv := httptest.NewTLSServer(http.HandlerFunc(admitAll))
+	srv := httptest.NewTLSServer(admitAll)
 	defer srv.Close()
 	tgt := target{name: "admit-all", url: srv.URL, pid: os.Getpid(), client: srv.Client()}
 	// Each of the two workers sends every example once.
@@ -66,19 +72,8 @@ func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
 func TestReviewErrorsAreNotVerdicts(t *testing.T) {
 	examples, err := loadExamples(repoExamples + "/workloads")
 	require.NoError(t, err)
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Request struct {
-				UID string `json:"uid"`
-			} `json:"request"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":false,`+
-			`"status":{"code":500,"message":"mandate could not decide: policy evaluation exceeded its deadline"}}}`, in.Request.UID)
-	}))
+	srv := httptest.NewTLSServer(answering(
+		`"allowed":false,"status":{"code":500,"message":"mandate could not decide: policy evaluation exceeded its deadline"}`))
 	defer srv.Close()
 	tgt := target{name: "erroring", url: srv.URL, pid: os.Getpid(), client: srv.Client()}
 	c, err := drive(context.Background(), tgt, examples, 2, 0, len(examples))
