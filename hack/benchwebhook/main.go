@@ -103,10 +103,10 @@ func main() {
 	defer stop()
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err = run(ctx, c, os.Stdout)
-	stop()
+	interrupted := ctx.Err() != nil
 	stopProfile() // os.Exit runs no deferred call
 	switch {
-	case ctx.Err() != nil:
+	case interrupted:
 		fmt.Fprintln(os.Stderr, "bench-webhook: interrupted; everything it started has been stopped")
 		os.Exit(130)
 	case err != nil:
