@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // serving is what every system serves with: envtest's generated serving
@@ -21,11 +23,6 @@ type serving struct {
 	certDir string
 	ca      []byte
 }
-
-// chartGoMemLimit is the GOMEMLIMIT the chart gives serve by default:
-// goMemLimitPercent (90) of the container's memory limit (1Gi), both in
-// charts/mandate/values.yaml.
-const chartGoMemLimit = "943718400" // 0.9 × 1Gi, in bytes
 
 // startMandate runs `mandate serve` as test/load does: against the API
 // server with an admin kubeconfig, envtest's serving certificate, and the
@@ -57,7 +54,7 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*proces
 	}
 	// As the chart runs it, with GOMEMLIMIT, under which serve's
 	// gcPercent applies.
-	env := append(os.Environ(), "GOMEMLIMIT="+chartGoMemLimit)
+	env := append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(fixtures.ChartGoMemLimit))
 	p, err := startProcess(name, bin, args, env)
 	if err != nil {
 		return nil, "", err

@@ -75,12 +75,6 @@ import (
 const (
 	tenants          = 10
 	mandateNamespace = "mandate-system"
-	// chartMemoryLimit is the chart's default container memory limit
-	// (charts/mandate/values.yaml resources.limits.memory).
-	chartMemoryLimit = 1 << 30
-	// chartGoMemLimitPercent is the share of it the chart sets as
-	// GOMEMLIMIT (values.yaml goMemLimitPercent).
-	chartGoMemLimitPercent = 90
 )
 
 type benchConfig struct {
@@ -90,7 +84,7 @@ type benchConfig struct {
 	gang      int
 	decisions int
 	gpuFill   float64
-	// memLimit is serve's GOMEMLIMIT: chartGoMemLimitPercent of the
+	// memLimit is serve's GOMEMLIMIT: goMemLimitPercent of the
 	// chart's memory limit, as the chart sets it; "" leaves it unset.
 	memLimit string
 }
@@ -129,7 +123,7 @@ func readConfig(t *testing.T) benchConfig {
 		}
 		c.gpuFill = f
 	}
-	c.memLimit = strconv.Itoa(chartMemoryLimit * chartGoMemLimitPercent / 100)
+	c.memLimit = strconv.Itoa(fixtures.ChartGoMemLimit)
 	if v, ok := os.LookupEnv("BENCH_SCALE_GOMEMLIMIT"); ok {
 		c.memLimit = v
 	}
@@ -287,12 +281,12 @@ func mib(kb int64) string { return fmt.Sprintf("%dMiB", kb/1024) }
 func report(rows []row, cfg benchConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nbench-scale: %d nodes × %d GPUs, pods bound and Running (1 GPU each up to %.0f%% of the GPUs, none beyond); chart memory limit %s; serve's GOMEMLIMIT %q\n",
-		cfg.nodes, gpusPerNode, cfg.gpuFill*100, mib(chartMemoryLimit/1024), cfg.memLimit)
+		cfg.nodes, gpusPerNode, cfg.gpuFill*100, mib(fixtures.ChartMemoryLimit/1024), cfg.memLimit)
 	fmt.Fprintf(&b, "| binary | pods | ready | ready after informers start | first correct decision | RSS ready (HWM) | RSS after load (HWM) | ≤ limit | decision c=1 p50/p99/max (not in time) | gang Job→last pod | last pod create→admitted | gang pod p50/p99/max | owner-read failures | load average |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		within := "yes"
-		if max(r.hwmReady, r.hwmAfter)*1024 > chartMemoryLimit {
+		if max(r.hwmReady, r.hwmAfter)*1024 > fixtures.ChartMemoryLimit {
 			within = "NO"
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s (%s) | %s (%s) | %s | %s / %s / %s (%d) | %s | %s | %s / %s / %s | %d | %s |\n",

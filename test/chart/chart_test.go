@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
 )
 
@@ -209,6 +211,7 @@ func TestTemplateDefaults(t *testing.T) {
 			return ""
 		}
 		assert.Equal(t, "966367641", limit(objs), "90% of 1Gi")
+		assert.Equal(t, strconv.Itoa(fixtures.ChartGoMemLimit), limit(objs), "test/fixtures holds the chart's figure")
 		assert.Equal(t, "1717986918", limit(render(t, release, namespace, "--set", "resources.limits.memory=2048Mi", "--set", "goMemLimitPercent=80")))
 		assert.Equal(t, "1800000000", limit(render(t, release, namespace, "--set", "resources.limits.memory=2G")))
 		assert.Empty(t, limit(render(t, release, namespace, "--set", "resources.limits.memory=null")), "no limit, no GOMEMLIMIT")

@@ -22,11 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// chartMemoryLimit is the chart's default container memory limit
-// (charts/mandate/values.yaml resources.limits.memory).
-const chartMemoryLimit = 1 << 30
+	"github.com/mandate-dev/mandate/test/fixtures"
+)
 
 // TestLargeObjectsBoundedMemory: 100 concurrent reviews of a pod with
 // 10,000 containers (about 280 KiB each, the size the API server accepts)
@@ -101,9 +99,9 @@ func TestLargeObjectsBoundedMemory(t *testing.T) {
 		total += n
 	}
 	fmt.Printf("memory: %d concurrent reviews of a %d KiB pod (10,000 containers): answers by code %v; serve RSS %d MiB before, peak (VmHWM) %d MiB (limit %d MiB)\n",
-		reviews, len(first)>>10, answers, before["VmRSS"]>>20, after["VmHWM"]>>20, chartMemoryLimit>>20)
+		reviews, len(first)>>10, answers, before["VmRSS"]>>20, after["VmHWM"]>>20, fixtures.ChartMemoryLimit>>20)
 	require.Equal(t, reviews, total, "every review is answered")
-	require.Less(t, after["VmHWM"], int64(chartMemoryLimit), "serve's peak memory stays under the chart's limit")
+	require.Less(t, after["VmHWM"], int64(fixtures.ChartMemoryLimit), "serve's peak memory stays under the chart's limit")
 }
 
 // vm reads a process's VmRSS and VmHWM (bytes) from /proc.
