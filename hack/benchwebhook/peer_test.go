@@ -27,16 +27,24 @@ const (
 	repoReference = "../../evaluator/testdata/reference.rego"
 )
 
-// peerQuery prepares the pure-Rego peer as the OPA server runs it: this
-// folder's policy, the reference best fit and the cluster facts as data.
-func peerQuery(t *testing.T) rego.PreparedEvalQuery {
+// exampleFacts are the cluster facts both peers are given: the example
+// model and cluster, as the bench builds them (opaData).
+func exampleFacts(t *testing.T) map[string]any {
 	t.Helper()
 	model, err := readModel(repoModel)
 	require.NoError(t, err)
 	objs, err := examplefiles.LoadManifests(repoExamples + "/cluster.yaml")
 	require.NoError(t, err)
-	data, err := opaData(model, objs)
+	facts, err := opaData(model, objs)
 	require.NoError(t, err)
+	return facts
+}
+
+// peerQuery prepares the pure-Rego peer as the OPA server runs it: this
+// folder's policy, the reference best fit and the cluster facts as data.
+func peerQuery(t *testing.T) rego.PreparedEvalQuery {
+	t.Helper()
+	data := exampleFacts(t)
 	opts := []func(*rego.Rego){rego.Query("data.system.main"), rego.Store(inmem.NewFromObject(data))}
 	for _, f := range []string{"opa/admission.rego", repoReference} {
 		src, err := os.ReadFile(f)
@@ -218,12 +226,7 @@ func TestGatekeeperTemplateDeniesTenancyAndPriority(t *testing.T) {
 // given the OPA peer's facts as parameters, denies and admits every
 // example as Mandate does in process, with exactly the OPA peer's reasons.
 func TestGatekeeperFullTemplateAgreesWithMandate(t *testing.T) {
-	model, err := readModel(repoModel)
-	require.NoError(t, err)
-	objs, err := examplefiles.LoadManifests(repoExamples + "/cluster.yaml")
-	require.NoError(t, err)
-	facts, err := opaData(model, objs)
-	require.NoError(t, err)
+	facts := exampleFacts(t)
 	p, err := fullGatekeeperPolicy("opa/admission.rego", repoReference, facts)
 	require.NoError(t, err)
 	// The bench sends the template and constraint through a client, which
