@@ -7,12 +7,8 @@ import (
 
 // applyGCPercent sets Go's garbage-collection target to percent when a
 // memory limit (GOMEMLIMIT) bounds the heap and GOGC does not set the
-// target already. An admission allocates ~100 KB, mostly the policy
-// evaluation's, and the collector's CPU falls with the target; the limit
-// makes the collector work harder as the heap nears it, so a higher target
-// only spends memory the replica was given. Without a limit Go's own target
-// is kept: the heap could otherwise grow to percent/100+1 times what is
-// live. It returns the target in force and why.
+// target already (why: config.DefaultGCPercent). Without a limit Go's own
+// target is kept. It returns the target in force and why.
 func applyGCPercent(percent int, getenv func(string) string) (int, string) {
 	if getenv("GOGC") != "" {
 		return currentGCPercent(), "GOGC is set"
