@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,32 @@ func startReplicas(t *testing.T, n int, extraArgs ...string) (replicas []*harnes
 func startReplicaEnv(t *testing.T) *envtest.Env {
 	t.Helper()
 	return envtest.Start(t, envtest.WithAPIServerArg("enable-aggregator-routing", "true"))
+}
+
+// generousWebhookTimeout raises the webhooks' timeoutSeconds from the
+// default 3 s to 10 s scaled by $MANDATE_TEST_TIMEOUT_SCALE (at most the
+// API server's 30 s): a harness deadline for a test whose point is not the
+// timeout. Two API servers, three replicas and etcd on two slow cores
+// otherwise fail a few creates of a burst at 3 s (seen on a VM half as fast
+// as usual, with this stop's code and the last stop's alike).
+func generousWebhookTimeout(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	seconds := ptr.To(int32(min(envtest.Timeout(10*time.Second), 30*time.Second) / time.Second))
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: webhook.ConfigurationName}, mutating))
+	for i := range mutating.Webhooks {
+		mutating.Webhooks[i].TimeoutSeconds = seconds
+	}
+	require.NoError(t, c.Update(ctx, mutating))
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: webhook.ConfigurationName}, validating))
+	for i := range validating.Webhooks {
+		validating.Webhooks[i].TimeoutSeconds = seconds
+	}
+	require.NoError(t, c.Update(ctx, validating))
+	// The API servers read webhook configurations through an informer.
+	time.Sleep(2 * time.Second)
 }
 
 // serveReplicas is startReplicas on an API server the caller started with
@@ -290,6 +317,7 @@ func TestTwoAPIServersSpendTheGuaranteeOnce(t *testing.T) {
 	env := startReplicaEnv(t)
 	_, second := env.StartSecondAPIServer(t)
 	replicas, _ := serveReplicas(t, env, 3, "--shared-quota")
+	generousWebhookTimeout(t, env.Client)
 	h := replicas[0]
 	h.apiServers = []client.Client{env.Client, second}
 	began := time.Now()
