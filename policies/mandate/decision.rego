@@ -61,12 +61,16 @@ decision := {
 	dryrun := [v | some v in staged; v.enforcement == "dryrun"]
 }
 
-# reasons are the warn-set warnings as data: each with its code, dimension,
-# message and facts (see mandate.lib.reason), and warning, the text it is
-# shown as among the decision's warnings (a scheduler key override's message
+# reasons are the warn-set warnings as data, quota's first, then
+# topology's, then the scheduler key overrides: each with its code,
+# dimension, message and facts (see mandate.lib.reason), and warning, the
+# text it is shown as among the decision's warnings (an override's message
 # prefixed with its code).
 reasons := array.concat(
-	[object.union(w, {"warning": w.message}) | some w in (quota.warn | topology.warn)],
+	array.concat(
+		[object.union(w, {"warning": w.message}) | some w in quota.warn],
+		[object.union(w, {"warning": w.message}) | some w in topology.warn],
+	),
 	[object.union(w, {"warning": sprintf("%s: %s", [w.code, w.message])}) | some w in directives.warn],
 )
 
