@@ -169,10 +169,12 @@ func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Invento
 	// The reasons that make an admitted workload wait block it; their
 	// warnings are not repeated among the others.
 	shown := map[string]int{}
-	for _, r := range res.Reasons {
-		if waits[r.Code] {
-			e.Blocks = append(e.Blocks, blockOf(r, limits, e, h))
-			shown[r.Warning]++
+	for _, code := range waits {
+		for _, r := range res.Reasons {
+			if r.Code == code {
+				e.Blocks = append(e.Blocks, blockOf(r, limits, e, h))
+				shown[r.Warning]++
+			}
 		}
 	}
 	for _, w := range res.Warnings {
@@ -188,9 +190,10 @@ func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Invento
 	return e
 }
 
-// waits are the codes of the reasons an admitted workload waits for: its
-// quota ceiling is busy, or no domain has room for the gang yet.
-var waits = map[string]bool{"QUOTA_CEILING_BUSY": true, "TOPOLOGY_WAITS": true}
+// waits are the codes of the reasons an admitted workload waits for, in
+// the order its blocks name them: its quota ceiling is busy, or no domain
+// has room for the gang yet.
+var waits = []string{"QUOTA_CEILING_BUSY", "TOPOLOGY_WAITS"}
 
 // find looks the target up among the inventory's governed objects.
 func find(inv *audit.Inventory, t Target) (*unstructured.Unstructured, error) {
