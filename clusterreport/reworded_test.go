@@ -27,16 +27,16 @@ import (
 )
 
 // libRego is the policy file where every violation and warning gets its
-// message (mandate.lib.violation, which mandate.lib.reason calls too).
+// message (mandate.lib.violation and mandate.lib.reason).
 const libRego = "mandate/lib/lib.rego"
 
-// rendered is how lib.violation puts the message on a violation; reworded
-// is the same with every message written backwards: nothing a parser
-// could look for survives (not a phrase, a number or a parenthesis), while
-// every fact stays as it was.
+// rendered is how lib.violation and lib.reason put the message on a
+// violation; reworded is the same with every message written backwards:
+// nothing a parser could look for survives (not a phrase, a number or a
+// parenthesis), while every fact stays as it was.
 const (
-	rendered = "\t\"message\": message,\n"
-	reworded = "\t\"message\": strings.reverse(message),\n"
+	rendered = `"message": message`
+	reworded = `"message": strings.reverse(message)`
 )
 
 // rewordedPolicies is the default policy tree with every message reworded.
@@ -52,8 +52,8 @@ func rewordedPolicies(t *testing.T) fs.FS {
 			return err
 		}
 		if path == libRego {
-			require.Equal(t, 1, strings.Count(string(b), rendered), "lib.violation renders the message once")
-			b = []byte(strings.Replace(string(b), rendered, reworded, 1))
+			require.Equal(t, 2, strings.Count(string(b), rendered), "lib.violation and lib.reason render the message")
+			b = []byte(strings.ReplaceAll(string(b), rendered, reworded))
 		}
 		out[path] = &fstest.MapFile{Data: b}
 		return nil

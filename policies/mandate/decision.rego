@@ -63,15 +63,13 @@ decision := {
 
 # reasons are the warn-set warnings as data: each with its code,
 # dimension, message and facts (see mandate.lib.reason), and warning, the
-# text it is shown as among the decision's warnings. One comprehension
-# serves both, so a decision without warnings pays next to nothing.
-reasons := [object.union(w, {"warning": _warning(w)}) | some w in ((quota.warn | topology.warn) | directives.warn)]
-
-# _warning(w) is how warning w is shown: its message, prefixed with its code
-# for a scheduler key override.
-_warning(w) := sprintf("%s: %s", [w.code, w.message]) if {
-	w in directives.warn
-} else := w.message
+# text it is shown as among the decision's warnings (an override's message
+# prefixed with its code). The warnings are made from them, so a decision
+# pays for the texts once.
+reasons := array.concat(
+	[object.union(w, {"warning": w.message}) | some w in (quota.warn | topology.warn)],
+	[object.union(w, {"warning": sprintf("%s: %s", [w.code, w.message])}) | some w in directives.warn],
+)
 
 # _staged_warning(v) is what the user is told about a staged violation: a
 # warn-stage one's message, prefixed with its code, or why an enforcement

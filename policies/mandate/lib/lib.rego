@@ -78,8 +78,10 @@ violation(code, dimension, message) := {
 # keys and namespace it names (each only where it applies; see the Facts of
 # the Go package evaluator). Every violation and warning goes through
 # violation or reason: a test rewords every message here and checks that
-# explain, the cluster report and the authority gauges do not change.
-reason(code, dimension, facts, message) := object.union(facts, violation(code, dimension, message))
+# explain, the cluster report and the authority gauges do not change. (The
+# object is written out rather than made by violation: one function call
+# less on the admission path.)
+reason(code, dimension, facts, message) := object.union(facts, {"code": code, "dimension": dimension, "message": message})
 
 # verdict summarises a dimension's denials, as their enforcement stages them
 # (see mandate.enforcement), and warnings: "deny", "warn", "dryrun" (only
