@@ -57,10 +57,7 @@ type holder struct {
 }
 
 func holdersOf(inv *audit.Inventory, m model.Model) holders {
-	h := holders{byTenant: map[string][]holder{}, parents: m.Parents(), domains: map[string][]string{}, tiers: map[string]int{}}
-	for name, t := range m.Priorities {
-		h.tiers[name] = t.Value
-	}
+	h := holders{byTenant: map[string][]holder{}, parents: m.Parents(), domains: map[string][]string{}}
 	tenantOf := map[string]string{}
 	for _, ns := range inv.Namespaces {
 		tenantOf[ns.GetName()] = ns.GetLabels()["mandate.dev/tenant"]
@@ -102,6 +99,10 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 			}
 			return list[i].name < list[j].name
 		})
+	}
+	h.tiers = make(map[string]int, len(m.Priorities))
+	for name, t := range m.Priorities {
+		h.tiers[name] = t.Value
 	}
 	cfg := m.TopologyConfig()
 	for _, obj := range inv.Nodes {
