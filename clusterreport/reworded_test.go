@@ -124,7 +124,7 @@ func outputsOf(t *testing.T, tree fs.FS, revision string) outputs {
 	out.explain, err = explain.All(context.Background(), inv, sched, o)
 	require.NoError(t, err)
 	inv, sched = read()
-	out.report, err = clusterreport.Build(context.Background(), inv, sched, clusterreport.Options{Options: o, Data: ev.Data()})
+	out.report, err = clusterreport.Build(context.Background(), inv, sched, clusterreport.Options{Options: o})
 	require.NoError(t, err)
 
 	authoritymetrics.Publish(out.report, float64(time.Unix(1700000000, 0).Unix()))
