@@ -1,4 +1,7 @@
-package clusterreport_test
+// Package reworded shows that explain, the cluster report and the
+// authority gauges read the decision's data, never its text: with every
+// message the policies emit reworded, their output is the same.
+package reworded
 
 import (
 	"bytes"
@@ -78,9 +81,11 @@ func TestEveryMessageIsRenderedInOnePlace(t *testing.T) {
 	}))
 }
 
-// rewordFixture is explain's fixture and the workloads of the rules it
-// lacks (testdata/reworded.yaml).
-var rewordFixture = append(slices.Clone(fixtureFiles), "testdata/reworded.yaml")
+// rewordFixture is explain's fixture (the example cluster, pending
+// workloads of each blocking kind, the schedulers' queues) and the
+// workloads of the rules it lacks (testdata/workloads.yaml).
+var rewordFixture = []string{"../../examples/cluster.yaml", "../../explain/testdata/pending.yaml",
+	"../../explain/testdata/fragmented.yaml", "../../explain/testdata/queues.yaml", "testdata/workloads.yaml"}
 
 // outputs are what explain, the report and the gauges make of the fixture
 // under one policy tree.
