@@ -79,7 +79,7 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	m, err := model.FromData(p.Data)
+	m, err := modelOf(p)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +117,15 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// modelOf is the policy's authority model: the one decoded at its
+// activation, else decoded now.
+func modelOf(p *Policy) (model.Model, error) {
+	if p.Model == nil {
+		return model.FromData(p.Data)
+	}
+	return *p.Model, p.Model.Usable()
 }
 
 // noMetrics discards OPA's per-evaluation metrics.
