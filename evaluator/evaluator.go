@@ -142,9 +142,8 @@ func (e *Evaluator) Revision() string { return e.revision }
 // Model is the Go-side view of the authority model.
 func (e *Evaluator) Model() model.Model { return e.model }
 
-// Data is the policy's data document (the authority model among it), for
-// readers of parts Model does not carry, such as the scheduler sync. It is
-// shared: callers must not modify it.
+// Data is the policy's data document (the authority model among it, which
+// Go reads through Model). It is shared: callers must not modify it.
 func (e *Evaluator) Data() map[string]any { return e.data }
 
 // Decide evaluates the authority model for one workload.
