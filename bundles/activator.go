@@ -265,8 +265,9 @@ func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source st
 	if err != nil {
 		return a.fail(source, StepModel, err)
 	}
-	p.Model = &m
-	ev, err := evaluator.New(ctx, p, a.opts.Evaluator)
+	withModel := *p
+	withModel.Model = &m
+	ev, err := evaluator.New(ctx, &withModel, a.opts.Evaluator)
 	if err != nil {
 		return a.fail(source, StepCompile, err)
 	}

@@ -125,7 +125,8 @@ var missing = Problem{Path: "", Check: "schema", Message: "the policy data has n
 // Validate is CheckData as an error: an *Error listing the problems, nil for
 // a sound model.
 func Validate(data map[string]any) error {
-	return asError(CheckData(data))
+	_, err := ReadValid(data)
+	return err
 }
 
 // ReadValid decodes the authority model of a policy's data once and
