@@ -264,12 +264,11 @@ func (s *Server) schedulerSync(ctx context.Context, rc *rest.Config, c config.Se
 			if err := s.State.SetModel(ev.Model()); err != nil {
 				return err
 			}
-			return rec.SetModel(ev.Data(), ev.Revision())
+			rec.SetModel(ev.Model(), ev.Revision())
+			return nil
 		})
 	}
-	if err := rec.SetModel(ev.Data(), ev.Revision()); err != nil {
-		return err
-	}
+	rec.SetModel(ev.Model(), ev.Revision())
 	var r manager.Runnable = rec
 	if c.Namespace != "" {
 		r = &elected.Runnable{Run: rec, Lease: schedsync.LeaseName, What: "the scheduler sync", Config: rc, Namespace: c.Namespace}
