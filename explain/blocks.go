@@ -32,8 +32,6 @@ type holders struct {
 	// pods are the GPU-holding pods, and domains each node's domain keys.
 	pods    []podHold
 	domains map[string][]string
-	// tiers are the priority classes' values.
-	tiers map[string]int
 }
 
 // podHold is one running pod's GPUs and whose they are.
@@ -99,10 +97,6 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 			}
 			return list[i].name < list[j].name
 		})
-	}
-	h.tiers = make(map[string]int, len(m.Priorities))
-	for name, t := range m.Priorities {
-		h.tiers[name] = t.Value
 	}
 	cfg := m.TopologyConfig()
 	for _, obj := range inv.Nodes {
@@ -190,7 +184,7 @@ func describe(list []holder) string {
 func (h holders) classes(names []string) string {
 	parts := make([]string, len(names))
 	for i, c := range names {
-		parts[i] = fmt.Sprintf("%s (%d)", c, h.tiers[c])
+		parts[i] = fmt.Sprintf("%s (%d)", c, h.model.Priorities[c].Value)
 	}
 	return strings.Join(parts, ", ")
 }
