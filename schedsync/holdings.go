@@ -8,13 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
-// The workload objects that live in queues.
+// The workload objects that live in queues (facts.Scheduler.GroupKinds).
 var (
-	volcanoPodGroupGVK = gvk("scheduling.volcano.sh", "v1beta1", "PodGroup")
-	kaiPodGroupGVK     = gvk("scheduling.run.ai", "v2alpha2", "PodGroup")
-	kueueWorkloadGVK   = gvk("kueue.x-k8s.io", "v1beta2", "Workload")
+	volcanoPodGroupGVK = facts.Volcano.GroupKinds[0].GVK
+	kaiPodGroupGVK     = facts.KAI.GroupKinds[0].GVK
+	kueueWorkloadGVK   = facts.Kueue.GroupKinds[0].GVK
 )
 
 // holdings counts what a queue still holds: the PodGroups or Workloads in

@@ -4,6 +4,10 @@ package schedsync
 // governed by Mandate there (-1: unlimited).
 const kaiGPUResource = "nvidia.com/gpu"
 
+func init() {
+	Register(KAI, func(s Spec, c Cluster, o Options) ([]Object, error) { return kaiObjects(s) })
+}
+
 // kaiObjects renders a KAI Queue per tenant and the Topology that the
 // injected kai.scheduler/topology annotation names.
 func kaiObjects(s Spec) ([]Object, error) {

@@ -12,6 +12,10 @@ const (
 	gpuPresentLabel  = "nvidia.com/gpu.present"
 )
 
+func init() {
+	Register(Kueue, func(s Spec, c Cluster, o Options) ([]Object, error) { return kueueObjects(s, c, o) })
+}
+
 // kueueObjects renders, for Kueue: a ResourceFlavor per GPU product the
 // quota names, a Cohort per tenant with children, a ClusterQueue per leaf
 // tenant, a LocalQueue in each of a leaf tenant's namespaces, a

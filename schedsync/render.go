@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Cluster is what rendering needs from the cluster besides the model: the
@@ -32,7 +35,7 @@ type Options struct {
 func SchedulersOf(s Spec) []string {
 	seen := map[string]bool{}
 	for name := range s.Tenants {
-		if sch := s.SchedulerOf(name); slices.Contains(AllSchedulers, sch) {
+		if sch := s.SchedulerOf(name); slices.Contains(AllSchedulers(), sch) {
 			seen[sch] = true
 		}
 	}
@@ -52,26 +55,20 @@ func Render(s Spec, c Cluster, o Options) ([]Object, error) {
 	if schedulers == nil {
 		schedulers = SchedulersOf(s)
 	}
-	for _, sch := range schedulers {
-		if !slices.Contains(AllSchedulers, sch) {
-			return nil, fmt.Errorf("unknown scheduler %q: Sync configures %v", sch, AllSchedulers)
+	renderers := make([]Renderer, len(schedulers))
+	for i, sch := range schedulers {
+		r, ok := rendererOf(sch)
+		if !ok {
+			return nil, fmt.Errorf("unknown scheduler %q: Sync configures %v", sch, AllSchedulers())
 		}
+		renderers[i] = r
 	}
 	if o.ProductLabel == "" {
 		o.ProductLabel = defaultProductLabel
 	}
 	out := priorityClasses(s)
-	for _, sch := range schedulers {
-		var objs []Object
-		var err error
-		switch sch {
-		case Volcano:
-			objs, err = volcanoObjects(s, c)
-		case KAI:
-			objs, err = kaiObjects(s)
-		case Kueue:
-			objs, err = kueueObjects(s, c, o)
-		}
+	for i, sch := range schedulers {
+		objs, err := renderers[i](s, c, o)
 		if err != nil {
 			return nil, fmt.Errorf("unable to render the %s configuration: %w", sch, err)
 		}
@@ -82,6 +79,42 @@ func Render(s Spec, c Cluster, o Options) ([]Object, error) {
 }
 
 const defaultProductLabel = "nvidia.com/gpu.product"
+
+// Renderer renders one scheduler's configuration from the model.
+type Renderer func(s Spec, c Cluster, o Options) ([]Object, error)
+
+var renderers = struct {
+	sync.RWMutex
+	byName map[string]Renderer
+}{byName: map[string]Renderer{}}
+
+// Register makes r the sync renderer of the scheduler the registry
+// (package facts) names name; its objects must be of the scheduler's
+// facts.Scheduler.SyncKinds. It panics when the registry has no such
+// scheduler or it has no sync kinds: a programming error.
+func Register(name string, r Renderer) {
+	if s, ok := facts.Lookup(name); !ok || !s.Syncs() || r == nil {
+		panic(fmt.Sprintf("schedsync: Register(%q): the scheduler must be in the registry with sync kinds, and have a renderer", name))
+	}
+	renderers.Lock()
+	defer renderers.Unlock()
+	renderers.byName[name] = r
+}
+
+// Unregister removes a scheduler's renderer (for tests that register one
+// of their own).
+func Unregister(name string) {
+	renderers.Lock()
+	defer renderers.Unlock()
+	delete(renderers.byName, name)
+}
+
+func rendererOf(name string) (Renderer, bool) {
+	renderers.RLock()
+	defer renderers.RUnlock()
+	r, ok := renderers.byName[name]
+	return r, ok
+}
 
 // sortObjects orders objects by kind (creation order) and keeps the order
 // Render gave within a kind (parents before children).

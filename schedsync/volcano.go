@@ -13,6 +13,10 @@ const (
 	volcanoClosed = "Closed"
 )
 
+func init() {
+	Register(Volcano, func(s Spec, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) })
+}
+
 // volcanoObjects renders a Queue per tenant and the HyperNodes of the
 // model's topology.
 func volcanoObjects(s Spec, c Cluster) ([]Object, error) {

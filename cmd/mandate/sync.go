@@ -60,7 +60,7 @@ a write fails, 2 on bad input.`,
 	f.StringVar(&o.policies, "policies", "", "policy directory to take the model from (default: the embedded default authority model)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to configure (default: $KUBECONFIG, or ~/.kube/config)")
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
-	f.StringSliceVar(&o.schedulers, "schedulers", nil, "schedulers to configure: "+strings.Join(schedsync.AllSchedulers, ",")+" (default: those the model's tenants use)")
+	f.StringSliceVar(&o.schedulers, "schedulers", nil, "schedulers to configure: "+strings.Join(schedsync.AllSchedulers(), ",")+" (default: those the model's tenants use)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "server-side dry run: validate every write, change nothing")
 	f.BoolVar(&o.diff, "diff", false, "print what would change, change nothing")
 	f.BoolVar(&o.check, "check", false, "list every difference between model and cluster, change nothing; exit 1 when there is any")
