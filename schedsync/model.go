@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Spec is the authority model (model.Model) as the schedulers'
@@ -94,14 +95,14 @@ func (s Spec) QueueName(tenant string) string {
 }
 
 // SchedulerOf is the scheduler a tenant's work goes to: the first one set
-// on its chain of parents, "default" when none is.
+// on its chain of parents, the default scheduler when none is.
 func (s Spec) SchedulerOf(tenant string) string {
 	for t := tenant; t != ""; t = s.Tenants[t].Parent {
 		if sch := s.Tenants[t].Scheduler; sch != "" {
 			return sch
 		}
 	}
-	return "default"
+	return facts.Default.Name
 }
 
 // Children lists a tenant's direct children, sorted.

@@ -138,3 +138,16 @@ func TestAFakeSchedulerIsOneRegistration(t *testing.T) {
 	assert.Contains(t, string(files[schedgen.SchemaFile]), `"enum": ["volcano", "kai", "kueue", "default", "fake"]`)
 	assert.Contains(t, string(files[schedgen.ChartFile]), `- apiGroups: ["fake.example"]`)
 }
+
+// TestEverySchedulerIsIntegrated: each scheduler of the facts table has an
+// adapter, and each that sync configures a sync renderer.
+func TestEverySchedulerIsIntegrated(t *testing.T) {
+	for _, s := range facts.All() {
+		_, ok := scheduler.Lookup(s.Name)
+		assert.True(t, ok, "%s has no adapter: scheduler.Register it beside its render function", s.Name)
+		if s.Syncs() {
+			assert.Contains(t, schedsync.AllSchedulers(), s.Name, "%s has sync kinds but no schedsync.Register", s.Name)
+		}
+	}
+	assert.Equal(t, facts.SyncNames(), schedsync.AllSchedulers())
+}
