@@ -1,10 +1,13 @@
 package schedsync
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/scheduler/facts"
 )
@@ -57,11 +60,11 @@ func Render(s Spec, c Cluster, o Options) ([]Object, error) {
 	}
 	renderers := make([]Renderer, len(schedulers))
 	for i, sch := range schedulers {
-		r, ok := rendererOf(sch)
+		in, ok := syncOf(sch)
 		if !ok {
 			return nil, fmt.Errorf("unknown scheduler %q: Sync configures %v", sch, AllSchedulers())
 		}
-		renderers[i] = r
+		renderers[i] = in.Render
 	}
 	if o.ProductLabel == "" {
 		o.ProductLabel = defaultProductLabel
@@ -83,22 +86,33 @@ const defaultProductLabel = "nvidia.com/gpu.product"
 // Renderer renders one scheduler's configuration from the model.
 type Renderer func(s Spec, c Cluster, o Options) ([]Object, error)
 
+// Sync is how Sync configures one scheduler.
+type Sync struct {
+	// Render renders its objects, of its facts.Scheduler.SyncKinds.
+	Render Renderer
+	// Holds counts the workloads (and child queues) one of its queues q
+	// still holds, listing what it needs through list: a queue that holds
+	// any is closed, never deleted. Nil: its queues hold nothing Sync
+	// knows of.
+	Holds func(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error)
+}
+
 var renderers = struct {
 	sync.RWMutex
-	byName map[string]Renderer
-}{byName: map[string]Renderer{}}
+	byName map[string]Sync
+}{byName: map[string]Sync{}}
 
-// Register makes r the sync renderer of the scheduler the registry
-// (package facts) names name; its objects must be of the scheduler's
-// facts.Scheduler.SyncKinds. It panics when the registry has no such
-// scheduler or it has no sync kinds: a programming error.
-func Register(name string, r Renderer) {
-	if s, ok := facts.Lookup(name); !ok || !s.Syncs() || r == nil {
+// Register makes s how Sync configures the scheduler the registry
+// (package facts) names name. It panics when the registry has no such
+// scheduler, it has no sync kinds, or s has no Render: a programming
+// error.
+func Register(name string, s Sync) {
+	if f, ok := facts.Lookup(name); !ok || !f.Syncs() || s.Render == nil {
 		panic(fmt.Sprintf("schedsync: Register(%q): the scheduler must be in the registry with sync kinds, and have a renderer", name))
 	}
 	renderers.Lock()
 	defer renderers.Unlock()
-	renderers.byName[name] = r
+	renderers.byName[name] = s
 }
 
 // Unregister removes a scheduler's renderer (for tests that register one
@@ -109,11 +123,11 @@ func Unregister(name string) {
 	delete(renderers.byName, name)
 }
 
-func rendererOf(name string) (Renderer, bool) {
+func syncOf(name string) (Sync, bool) {
 	renderers.RLock()
 	defer renderers.RUnlock()
-	r, ok := renderers.byName[name]
-	return r, ok
+	s, ok := renderers.byName[name]
+	return s, ok
 }
 
 // sortObjects orders objects by kind (creation order) and keeps the order

@@ -49,7 +49,7 @@ var (
 func AllSchedulers() []string {
 	var out []string
 	for _, s := range facts.SyncNames() {
-		if _, ok := rendererOf(s); ok {
+		if _, ok := syncOf(s); ok {
 			out = append(out, s)
 		}
 	}

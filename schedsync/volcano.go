@@ -1,10 +1,15 @@
 package schedsync
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Volcano queue states (status.state).
@@ -14,7 +19,23 @@ const (
 )
 
 func init() {
-	Register(Volcano, func(s Spec, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) })
+	Register(Volcano, Sync{
+		Render: func(s Spec, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) },
+		Holds:  volcanoHolds,
+	})
+}
+
+// volcanoHolds counts the PodGroups in a Volcano Queue and its child
+// queues.
+func volcanoHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error) {
+	name := q.GetName()
+	return sumOf(
+		func() (int, error) {
+			return countOf(ctx, list, facts.Volcano.GroupKinds[0].GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "queue") == name })
+		},
+		func() (int, error) {
+			return countOf(ctx, list, VolcanoQueueKind.GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "parent") == name })
+		})
 }
 
 // volcanoObjects renders a Queue per tenant and the HyperNodes of the

@@ -81,7 +81,7 @@ func (noObjects) Lookup(schema.GroupVersionKind, string, string) cluster.Schedul
 func TestAFakeSchedulerIsOneRegistration(t *testing.T) {
 	facts.Register(fake)
 	scheduler.Register(fake.Name, renderFake)
-	schedsync.Register(fake.Name, syncFake)
+	schedsync.Register(fake.Name, schedsync.Sync{Render: syncFake})
 	t.Cleanup(func() {
 		schedsync.Unregister(fake.Name)
 		scheduler.Unregister(fake.Name)
