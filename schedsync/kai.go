@@ -16,6 +16,11 @@ func init() {
 	Register(KAI, Sync{
 		Render: func(s Spec, c Cluster, o Options) ([]Object, error) { return kaiObjects(s) },
 		Holds:  kaiHolds,
+		// A KAI queue is closed by a GPU quota and limit of zero.
+		Close: func(_ *unstructured.Unstructured, spec map[string]any) (map[string]any, error) {
+			return nil, unstructured.SetNestedMap(spec, map[string]any{"quota": int64(0), "limit": int64(0), "overQuotaWeight": int64(0)},
+				"resources", "gpu")
+		},
 	})
 }
 

@@ -21,6 +21,11 @@ func init() {
 	Register(Kueue, Sync{
 		Render: func(s Spec, c Cluster, o Options) ([]Object, error) { return kueueObjects(s, c, o) },
 		Holds:  kueueHolds,
+		// Kueue's queues stop admitting under stopPolicy Hold.
+		Close: func(_ *unstructured.Unstructured, spec map[string]any) (map[string]any, error) {
+			spec["stopPolicy"] = "Hold"
+			return nil, nil
+		},
 	})
 }
 

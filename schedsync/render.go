@@ -95,6 +95,11 @@ type Sync struct {
 	// any is closed, never deleted. Nil: its queues hold nothing Sync
 	// knows of.
 	Holds func(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error)
+	// Close closes one of its live queues that the model no longer has
+	// but that still holds work: it changes spec (a copy of the live
+	// queue's) and returns the status to apply, nil for none. Nil: the
+	// queue is only labelled closed.
+	Close func(live *unstructured.Unstructured, spec map[string]any) (status map[string]any, err error)
 }
 
 var renderers = struct {

@@ -22,6 +22,11 @@ func init() {
 	Register(Volcano, Sync{
 		Render: func(s Spec, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) },
 		Holds:  volcanoHolds,
+		// Volcano closes a queue through its status, and deletes only a
+		// closed one.
+		Close: func(*unstructured.Unstructured, map[string]any) (map[string]any, error) {
+			return map[string]any{"state": volcanoClosed}, nil
+		},
 	})
 }
 
