@@ -30,7 +30,7 @@ type syncOptions struct {
 func newSyncCommand() *cobra.Command {
 	var o syncOptions
 	cmd := &cobra.Command{
-		Use:   "sync [--policies DIR | --bundle FILE] [--kubeconfig FILE] [--schedulers volcano,kai,kueue] [--dry-run] [--diff] [--check] [-o table|json]",
+		Use:   "sync [--policies DIR | --bundle FILE] [--kubeconfig FILE] [--schedulers " + strings.Join(schedsync.AllSchedulers(), ",") + "] [--dry-run] [--diff] [--check] [-o table|json]",
 		Short: "Configure the schedulers from the authority model: priority classes, queues, topologies",
 		Long: `Render, from the authority model, the objects the admission directives name
 — PriorityClasses for the tiers; Volcano Queues and HyperNodes; KAI Queues and
