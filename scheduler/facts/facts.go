@@ -190,6 +190,9 @@ var PriorityClass = Kind{GVK: schema.GroupVersionKind{Group: "scheduling.k8s.io"
 var registry = struct {
 	sync.RWMutex
 	list []Scheduler
+	// preemptibility is every scheduler's preemptibility key, kept with
+	// the list: the ledger reads it for every pod it counts.
+	preemptibility []Preemptibility
 }{}
 
 // Register adds s to the registry; a later registration of the same name
@@ -208,6 +211,7 @@ func Register(s Scheduler) {
 		list = append(list, s)
 	}
 	registry.list = list
+	registry.preemptibility = preemptibilityOf(list)
 }
 
 // Unregister removes a registration (for tests that register a scheduler
@@ -216,6 +220,7 @@ func Unregister(name string) {
 	registry.Lock()
 	defer registry.Unlock()
 	registry.list = slices.DeleteFunc(slices.Clone(registry.list), func(o Scheduler) bool { return o.Name == name })
+	registry.preemptibility = preemptibilityOf(registry.list)
 }
 
 // All lists the registered schedulers in registration order. The slice is
@@ -269,10 +274,16 @@ func List(items []string) string {
 }
 
 // PreemptibilityKeys lists every scheduler's preemptibility key, in
-// registration order.
+// registration order. The slice is shared: do not modify it.
 func PreemptibilityKeys() []Preemptibility {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.preemptibility
+}
+
+func preemptibilityOf(list []Scheduler) []Preemptibility {
 	var out []Preemptibility
-	for _, s := range All() {
+	for _, s := range list {
 		if s.Preemptibility.Name != "" {
 			out = append(out, s.Preemptibility)
 		}
