@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -301,25 +302,35 @@ func (l *Ledger) TenantOf(namespace string) string {
 	return l.nsTenant[namespace]
 }
 
-// Scheduler keys that state a pod's preemptibility; Mandate's adapters set
-// them from the decision, so they take precedence over the class's tier.
-const (
-	// LabelPreemptible is set by Mandate on every pod template it governs.
-	LabelPreemptible         = "mandate.dev/preemptible"
-	labelKAIPreemptibility   = "kai.scheduler/preemptibility"
-	annotationVolcanoPreempt = "volcano.sh/preemptable"
-)
+// LabelPreemptible is set by Mandate on every pod template it governs; it
+// and the schedulers' preemptibility keys (facts.PreemptibilityKeys) that
+// Mandate's adapters set from the decision take precedence over the
+// class's tier.
+const LabelPreemptible = "mandate.dev/preemptible"
 
+// explicitPreemptibility is 1 when the pod says it is preemptible, -1 when
+// it says it is not, 0 when it says nothing; Mandate's label first, then
+// any scheduler's key, preemptible winning.
 func explicitPreemptibility(pod *corev1.Pod) int8 {
-	switch {
-	case pod.Labels[LabelPreemptible] == "true":
+	switch pod.Labels[LabelPreemptible] {
+	case "true":
 		return 1
-	case pod.Labels[LabelPreemptible] == "false":
-		return -1
-	case pod.Labels[labelKAIPreemptibility] == "preemptible", pod.Annotations[annotationVolcanoPreempt] == "true":
-		return 1
-	case pod.Labels[labelKAIPreemptibility] == "non-preemptible", pod.Annotations[annotationVolcanoPreempt] == "false":
+	case "false":
 		return -1
 	}
-	return 0
+	var said int8
+	for _, k := range facts.PreemptibilityKeys() {
+		from := pod.Annotations
+		if k.IsLabel() {
+			from = pod.Labels
+		}
+		switch v, ok := from[k.Name]; {
+		case !ok:
+		case v == k.Preemptible:
+			return 1
+		case v == k.NonPreemptible:
+			said = -1
+		}
+	}
+	return said
 }
