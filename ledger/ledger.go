@@ -83,9 +83,10 @@ type Ledger struct {
 	// until the pod is deleted.
 	consumed   map[string]map[string]int
 	attributed map[string]attribution
-	// owned counts the counted pods of each controller (by UID), and
-	// claims the gang pods admitted on their owner's directives that are
-	// not seen yet (owner UID → claim key → claim): see ClaimGangPod.
+	// owned counts the counted pods of each controller, by the pods'
+	// tenant and the owner's UID (ownedKey), and claims the gang pods
+	// admitted on their owner's directives that are not seen yet (owner
+	// UID → claim key → claim): see ClaimGangPod.
 	owned  map[string]int
 	claims map[string]map[string]claim
 	// nodeProduct is each node's GPU product, onNode the counted pods
@@ -155,6 +156,8 @@ func (l *Ledger) setTenant(ns, tenant string) {
 		if e.namespace == ns {
 			l.apply(old, e, -1)
 			l.apply(tenant, e, +1)
+			l.countOwned(old, e.owner, -1)
+			l.countOwned(tenant, e.owner, +1)
 		}
 	}
 	if tenant == "" {
@@ -198,7 +201,7 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		l.confirmClaim(pod, next.owner)
 		l.pods[key] = next
 		l.index(key, next, +1)
-		l.owned[next.owner]++
+		l.countOwned(l.nsTenant[next.namespace], next.owner, +1)
 		l.apply(l.nsTenant[next.namespace], next, +1)
 	}
 }
@@ -212,9 +215,7 @@ func (l *Ledger) forget(key string) {
 	l.apply(l.nsTenant[old.namespace], old, -1)
 	l.index(key, old, -1)
 	delete(l.pods, key)
-	if l.owned[old.owner]--; l.owned[old.owner] <= 0 {
-		delete(l.owned, old.owner)
-	}
+	l.countOwned(l.nsTenant[old.namespace], old.owner, -1)
 }
 
 // DeletePod stops counting a pod.
