@@ -156,7 +156,7 @@ type PodFacts struct {
 	GPUs []ResourceCount
 	// Claims are the names of the DRA ResourceClaims the pod holds
 	// (topology.PodClaimNames), whose devices count as its GPUs.
-	Claims []string
+	Claims []string `json:",omitempty"`
 }
 
 // ResourceCount is a count of one resource.

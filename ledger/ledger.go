@@ -138,6 +138,12 @@ func (l *Ledger) SetConfig(cfg Config) {
 			l.pods[key] = remapMemory(e, cfg.GPUMemory)
 		}
 	}
+	for _, in := range l.holding { // counted again when a claim changes
+		if in.share.MemMiB > 0 {
+			e := remapMemory(podEntry{gpus: topology.CountsOf(in.own), share: in.share, product: in.product}, cfg.GPUMemory)
+			in.own, in.share = e.gpus.Map(), e.share
+		}
+	}
 	for _, e := range l.pods {
 		l.apply(l.nsTenant[e.namespace], e, +1)
 	}

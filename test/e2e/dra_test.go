@@ -228,3 +228,21 @@ func TestRunningDRAPodsHoldTheGuarantee(t *testing.T) {
 		t.Errorf("platform holds %d non-preemptible GPUs, over its guarantee of %d", got, guarantee)
 	}
 }
+
+// TestServeWithoutDRA: an API server that serves no resource.k8s.io/v1
+// (DRA turned off) runs serve all the same: the ResourceClaim informer is
+// optional, and pods count their extended resources.
+func TestServeWithoutDRA(t *testing.T) {
+	s := startWith(t, startOptions{env: []envtest.Option{envtest.WithAPIServerArg("runtime-config", "resource.k8s.io/v1=false")}})
+	s.populate(t)
+	if _, err := s.env.Client.RESTMapper().RESTMapping(resourcev1.SchemeGroupVersion.WithKind("ResourceClaim").GroupKind(), "v1"); err == nil {
+		t.Fatal("the API server serves resource.k8s.io/v1 ResourceClaims: the test needs one that does not")
+	}
+	pod := buildPod("no-dra")
+	if err := s.env.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	envtest.WaitFor(t, 30*time.Second, "the pod to count", func() bool {
+		return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].Total == 1
+	})
+}
