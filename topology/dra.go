@@ -110,6 +110,9 @@ func nonEmpty(m map[string]int) map[string]int {
 // template, the generated claim status.resourceClaimStatuses names (none
 // until the controller has made it), sorted, without duplicates.
 func PodClaimNames(pod *corev1.Pod) []string {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil // most pods: nothing to allocate on the informers' path
+	}
 	generated := map[string]string{}
 	for _, s := range pod.Status.ResourceClaimStatuses {
 		if s.ResourceClaimName != nil {
