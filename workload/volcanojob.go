@@ -11,6 +11,13 @@ import (
 // VolcanoJobGVK is Volcano's own gang job, batch.volcano.sh/v1alpha1 Job.
 var VolcanoJobGVK = vcbatch.SchemeGroupVersion.WithKind("Job")
 
+// VolcanoDefaultQueue is the queue Volcano's CRDs default an unset
+// spec.queue to (a Volcano Job's and a PodGroup's) before any admission
+// webhook sees the object. A Job that names no queue and one that names
+// "default" therefore reach Mandate alike, and neither is read as asking
+// for a queue: the model's queue replaces it without an override warning.
+const VolcanoDefaultQueue = "default"
+
 func init() {
 	Register(Kind{GVK: VolcanoJobGVK, Resource: "jobs", Label: "VolcanoJob", GangOwner: true, VolcanoNative: true, Normalise: normaliseVolcanoJob})
 }
@@ -19,8 +26,9 @@ func init() {
 // spec.tasks[i].replicas pods (0 when absent, as in Volcano). The elastic
 // minimum is spec.minAvailable (0, Volcano's "all pods", counts as none).
 // spec.schedulerName and spec.priorityClassName, which Volcano's job
-// controller applies to the whole gang, win over the task templates'. The
-// class is training.
+// controller applies to the whole gang, win over the task templates'.
+// spec.queue is a request unless it is VolcanoDefaultQueue, which the CRD
+// sets when the user names none. The class is training.
 func normaliseVolcanoJob(obj *unstructured.Unstructured) (Workload, error) {
 	// Counts first, from the raw object: the typed conversion would wrap
 	// out-of-range integers silently.
@@ -73,7 +81,7 @@ func normaliseVolcanoJob(obj *unstructured.Unstructured) (Workload, error) {
 			fmt.Sprintf("must be a whole number from 0 to the %d replicas of all tasks", w.Pods))
 	}
 	w.MinPods = minAvailable
-	if job.Spec.Queue != "" {
+	if job.Spec.Queue != "" && job.Spec.Queue != VolcanoDefaultQueue {
 		w.SchedulerKeys = append(w.SchedulerKeys, SchedulerKey{Key: "spec.queue", Asks: AsksQueue, Value: job.Spec.Queue})
 	}
 	if minAvailable > 0 {
