@@ -20,9 +20,9 @@ import (
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// volcanoDeployment is an inference server of two 1-GPU replicas in llm,
-// a tenant on Volcano. Recreate, so a rollout completes without a kubelet
-// (no pod ever becomes ready).
+// volcanoDeployment is a server of two 1-GPU replicas in llm, a tenant on
+// Volcano, at a tier the tenant may use. Recreate, so a rollout completes
+// without a kubelet (no pod ever becomes ready).
 const volcanoDeployment = `
 apiVersion: apps/v1
 kind: Deployment
@@ -36,6 +36,7 @@ spec:
     metadata:
       labels: {app: llm-serve}
     spec:
+      priorityClassName: train
       containers:
       - name: server
         image: vllm/vllm-openai:v1
