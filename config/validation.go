@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,7 @@ func (s Serve) Validate() error {
 	if s.Webhook.CertDir != "" && s.Certs.Mode != CertsSelfSigned {
 		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
 	}
+	errs = append(errs, validateClientAuth(s.Webhook)...)
 	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr),
 		validateAddr("pprofAddr", s.PprofAddr))
 	if s.GCPercent < MinGCPercent || s.GCPercent > MaxGCPercent {
@@ -257,4 +259,25 @@ func (y Sync) validate() []error {
 		}
 	}
 	return errs
+}
+
+// validateClientAuth checks that webhook.clientCAFile, when set, is a
+// readable PEM file holding at least one certificate, and that
+// webhook.clientCN is set only with it: a common name alone would check
+// nothing.
+func validateClientAuth(w Webhook) []error {
+	if w.ClientCAFile == "" {
+		if w.ClientCN != "" {
+			return []error{fieldErr("webhook.clientCN", "%q needs webhook.clientCAFile (the CAs that sign the caller's certificate)", w.ClientCN)}
+		}
+		return nil
+	}
+	pem, err := os.ReadFile(w.ClientCAFile)
+	if err != nil {
+		return []error{fieldErr("webhook.clientCAFile", "unable to read %s: %v (a PEM file of the CAs that sign the API server's client certificate)", w.ClientCAFile, err)}
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return []error{fieldErr("webhook.clientCAFile", "%s holds no PEM certificate", w.ClientCAFile)}
+	}
+	return nil
 }

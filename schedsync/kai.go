@@ -1,18 +1,17 @@
 package schedsync
 
+import "github.com/mandate-dev/mandate/model"
+
 // KAI's resource of whole GPUs in a Queue; other resources are not
 // governed by Mandate there (-1: unlimited).
 const kaiGPUResource = "nvidia.com/gpu"
 
 // kaiObjects renders a KAI Queue per tenant and the Topology that the
 // injected kai.scheduler/topology annotation names.
-func kaiObjects(s Spec) ([]Object, error) {
+func kaiObjects(s model.Model) ([]Object, error) {
 	var out []Object
 	for _, name := range s.TenantNames() {
-		qs, err := s.Quotas(name)
-		if err != nil {
-			return nil, err
-		}
+		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
 		o := newObject(KAIQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
@@ -26,7 +25,7 @@ func kaiObjects(s Spec) ([]Object, error) {
 				"cpu":    unlimited(),
 				"memory": unlimited(),
 			},
-			"priority": int64(s.maxTierValue(name)),
+			"priority": int64(s.MaxTierValue(name)),
 		}
 		if t.Parent != "" {
 			spec["parentQueue"] = s.QueueName(t.Parent)

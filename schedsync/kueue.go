@@ -2,6 +2,8 @@ package schedsync
 
 import (
 	"sort"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // anyProductFlavor is the ResourceFlavor of quota that names no GPU
@@ -32,7 +34,7 @@ var ungovernedQuota = map[string]int64{
 // quota names, a Cohort per tenant with children, a ClusterQueue per leaf
 // tenant, a LocalQueue in each of a leaf tenant's namespaces, a
 // WorkloadPriorityClass per tier and the Topology.
-func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
+func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 	var out []Object
 	topologyName := ""
 	if s.Topology.Name != "" && len(s.Topology.Levels) > 0 {
@@ -47,12 +49,9 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 	}
 
 	flavors := map[string]string{} // flavor name → product
-	quotas := map[string][]Quota{}
+	quotas := map[string][]model.Pool{}
 	for _, name := range s.TenantNames() {
-		qs, err := s.Quotas(name)
-		if err != nil {
-			return nil, err
-		}
+		qs := s.Pools(name)
 		quotas[name] = qs
 		for _, q := range qs {
 			flavors[flavorName(q.Product)] = q.Product
@@ -85,10 +84,10 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 		"withinClusterQueue":  "Never",
 		"reclaimWithinCohort": "Never",
 	}
-	if s.anyTierPreempts() {
+	if s.AnyTierPreempts() {
 		preemption["withinClusterQueue"] = "LowerPriority"
 	}
-	if s.overGuaranteeReclaimable() {
+	if s.OverGuaranteeReclaimable() {
 		preemption["reclaimWithinCohort"] = "Any"
 	}
 	for _, name := range s.TenantNames() {
@@ -99,7 +98,7 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 			// An inner tenant is a Cohort: its children's guarantees plus
 			// its own unassigned part; what it may borrow above its
 			// guarantee from its parent is its borrowing limit.
-			own := map[string]Quota{}
+			own := map[string]model.Pool{}
 			for _, q := range quotas[name] {
 				own[q.Resource+"\x00"+q.Product] = q
 			}
@@ -117,10 +116,10 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 					}
 				}
 			}
-			var qs []Quota
+			var qs []model.Pool
 			for _, q := range quotas[name] {
 				p := own[q.Resource+"\x00"+q.Product]
-				qs = append(qs, Quota{Resource: q.Resource, Product: q.Product,
+				qs = append(qs, model.Pool{Resource: q.Resource, Product: q.Product,
 					Guaranteed: max(p.Guaranteed, 0), Ceiling: max(p.Guaranteed, 0) + (q.Ceiling - q.Guaranteed)})
 			}
 			co := newObject(CohortKind, "", s.QueueName(name), labels)
@@ -172,14 +171,14 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 // given and no borrowing limit. One group, not a second one for them: a
 // pod set under Topology-Aware Scheduling must take all its resources from
 // one flavor.
-func resourceGroups(qs []Quota, borrowing bool, ungoverned map[string]int64) []any {
+func resourceGroups(qs []model.Pool, borrowing bool, ungoverned map[string]int64) []any {
 	resources := map[string]bool{}
-	byFlavor := map[string]map[string]Quota{}
+	byFlavor := map[string]map[string]model.Pool{}
 	for _, q := range qs {
 		resources[q.Resource] = true
 		f := flavorName(q.Product)
 		if byFlavor[f] == nil {
-			byFlavor[f] = map[string]Quota{}
+			byFlavor[f] = map[string]model.Pool{}
 		}
 		byFlavor[f][q.Resource] = q
 	}

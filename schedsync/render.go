@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // Cluster is what rendering needs from the cluster besides the model: the
@@ -29,7 +31,7 @@ type Options struct {
 
 // SchedulersOf lists the schedulers the model's tenants use that Sync can
 // configure, sorted.
-func SchedulersOf(s Spec) []string {
+func SchedulersOf(s model.Model) []string {
 	seen := map[string]bool{}
 	for name := range s.Tenants {
 		if sch := s.SchedulerOf(name); slices.Contains(AllSchedulers, sch) {
@@ -47,7 +49,7 @@ func SchedulersOf(s Spec) []string {
 // Render returns the objects the model wants, in creation order. Every
 // scheduler configured gets the whole tenant hierarchy, so that each
 // tenant's queue has its parents whichever scheduler its work goes to.
-func Render(s Spec, c Cluster, o Options) ([]Object, error) {
+func Render(s model.Model, c Cluster, o Options) ([]Object, error) {
 	schedulers := o.Schedulers
 	if schedulers == nil {
 		schedulers = SchedulersOf(s)
@@ -96,7 +98,7 @@ func sortObjects(objs []Object) {
 // priorityClasses renders one PriorityClass per tier. Kubernetes can say
 // only whether a class preempts at all (preemptionPolicy), not which tiers
 // it may preempt nor whether it may be preempted.
-func priorityClasses(s Spec) []Object {
+func priorityClasses(s model.Model) []Object {
 	var out []Object
 	for _, name := range s.TierNames() {
 		t := s.Priorities[name]

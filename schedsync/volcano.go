@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // Volcano queue states (status.state).
@@ -15,13 +17,10 @@ const (
 
 // volcanoObjects renders a Queue per tenant and the HyperNodes of the
 // model's topology.
-func volcanoObjects(s Spec, c Cluster) ([]Object, error) {
+func volcanoObjects(s model.Model, c Cluster) ([]Object, error) {
 	var out []Object
 	for _, name := range s.TenantNames() {
-		qs, err := s.Quotas(name)
-		if err != nil {
-			return nil, err
-		}
+		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
 		o := newObject(VolcanoQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
@@ -29,7 +28,7 @@ func volcanoObjects(s Spec, c Cluster) ([]Object, error) {
 			"capability":  resourceList(ceiling),
 			"deserved":    resourceList(guaranteed),
 			"guarantee":   map[string]any{"resource": resourceList(guaranteed)},
-			"reclaimable": s.overGuaranteeReclaimable(),
+			"reclaimable": s.OverGuaranteeReclaimable(),
 		}
 		if t.Parent != "" {
 			spec["parent"] = s.QueueName(t.Parent)
@@ -48,7 +47,7 @@ func volcanoObjects(s Spec, c Cluster) ([]Object, error) {
 // HyperNode selects its nodes by the labels of its whole path (so a node
 // added to a known domain joins it); a higher one lists the HyperNodes
 // below it, and any node whose labels stop at its level.
-func hyperNodes(s Spec, c Cluster) []Object {
+func hyperNodes(s model.Model, c Cluster) []Object {
 	levels := s.Topology.Levels
 	n := len(levels)
 	if n < 2 {

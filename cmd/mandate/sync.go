@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/schedsync"
 )
 
@@ -83,7 +85,11 @@ func runSync(ctx context.Context, out io.Writer, o syncOptions) error {
 	if err != nil {
 		return bad(err)
 	}
-	spec, err := schedsync.FromData(policy.Data)
+	// The model is checked as activation checks it, and read once.
+	if err := modelcheck.Validate(policy.Data); err != nil {
+		return bad(err)
+	}
+	spec, err := model.FromData(policy.Data)
 	if err != nil {
 		return bad(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -70,7 +71,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	var (
 		queue string
 		tiers = map[string]int64{}
-		model map[string]any
+		data  map[string]any
 	)
 	dir := candidateDir(t, func(m map[string]any) {
 		product := m["tenants"].(map[string]any)["product"].(map[string]any)
@@ -79,7 +80,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 		for name, p := range m["priorities"].(map[string]any) {
 			tiers[name] = int64(p.(map[string]any)["value"].(float64))
 		}
-		model = m
+		data = m
 	})
 	s := startWith(t, startOptions{env: []envtest.Option{envtest.WithKueueCRDs()}, config: func(c *config.Serve) {
 		c.Bundle.Source = fixtures.BundleFile(t, dir, "kueue-admit-r1")
@@ -109,7 +110,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 
 	// Kueue's objects, as mandate sync makes them: its code path, on the
 	// model of the bundle serve runs, for Kueue.
-	spec, err := schedsync.FromData(map[string]any{"mandate": map[string]any{"model": model}})
+	spec, err := model.FromData(map[string]any{"mandate": map[string]any{"model": data}})
 	if err != nil {
 		t.Fatal(err)
 	}
