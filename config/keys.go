@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
+)
 
 // Key describes one configuration key.
 type Key struct {
@@ -144,7 +148,7 @@ var Keys = []Key{
 	{Name: "sync.mode", Kind: "a string", Env: []string{"MANDATE_SYNC_MODE"}, Type: `"apply" or "report"`,
 		Default: SyncApply, Flag: "sync-mode",
 		Usage: "\"apply\" corrects drift; \"report\" only counts it (mandate_sync_drift_objects) and logs each difference"},
-	{Name: "sync.schedulers", Kind: "a list of strings", Env: []string{"MANDATE_SYNC_SCHEDULERS"}, Type: "volcano, kai, kueue, comma-separated in env and flags",
+	{Name: "sync.schedulers", Kind: "a list of strings", Env: []string{"MANDATE_SYNC_SCHEDULERS"}, Type: strings.Join(facts.SyncNames(), ", ") + ", comma-separated in env and flags",
 		Default: []string(nil), Flag: "sync-schedulers",
 		Usage: "schedulers to configure (default: those the model's tenants use)"},
 	{Name: "certs.mode", Kind: "a string", Env: []string{"MANDATE_CERTS_MODE"}, Type: `"files" or "selfSigned"`,

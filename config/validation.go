@@ -8,11 +8,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // FieldError is a bad value of one key: Key names it, Msg says what was
@@ -253,9 +256,10 @@ func (y Sync) validate() []error {
 	if y.Mode != SyncApply && y.Mode != SyncReport {
 		errs = append(errs, fieldErr("sync.mode", "%q is not a mode (\"apply\" or \"report\")", y.Mode))
 	}
+	known := facts.SyncNames()
 	for _, s := range y.Schedulers {
-		if s != "volcano" && s != "kai" && s != "kueue" {
-			errs = append(errs, fieldErr("sync.schedulers", "%q is not a scheduler sync configures (volcano, kai, kueue)", s))
+		if !slices.Contains(known, s) {
+			errs = append(errs, fieldErr("sync.schedulers", "%q is not a scheduler sync configures (%s)", s, strings.Join(known, ", ")))
 		}
 	}
 	return errs

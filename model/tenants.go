@@ -2,6 +2,8 @@ package model
 
 import (
 	"sort"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Parents maps each tenant to its parent ("" for a root).
@@ -103,8 +105,8 @@ func (m Model) QueueName(tenant string) string {
 }
 
 // DefaultScheduler runs the work of a tenant whose chain names no
-// scheduler: the Kubernetes default scheduler.
-const DefaultScheduler = "default"
+// scheduler: the Kubernetes default scheduler (its name is the registry's).
+var DefaultScheduler = facts.Default.Name
 
 // SchedulerOf is the scheduler a tenant's work goes to: the nearest one
 // set on its chain, DefaultScheduler when none is.

@@ -1,17 +1,16 @@
 package modelcheck
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
-// Schedulers are the schedulers a tenant may name: those package scheduler
-// has an adapter for (a test keeps the two lists one), "default" being the
-// Kubernetes default scheduler.
-var Schedulers = []string{"volcano", "kai", "kueue", "default"}
+// Schedulers are the schedulers a tenant may name: the registry's (package
+// facts; a test keeps them those package scheduler has an adapter for),
+// facts.Default being the Kubernetes default scheduler.
+func Schedulers() []string { return facts.Names() }
 
 // checkSchedulers: every scheduler a tenant names has an adapter, and no
 // two tenants on one scheduler share a queue, as mandate.directives names
@@ -19,7 +18,7 @@ var Schedulers = []string{"volcano", "kai", "kueue", "default"}
 // chain, else the default).
 func checkSchedulers(d *model.Model, r *reporter) {
 	for _, name := range tenantNames(d) {
-		if s := d.Tenants[name].Scheduler; s != "" && !slices.Contains(Schedulers, s) {
+		if s := d.Tenants[name].Scheduler; s != "" && !slices.Contains(Schedulers(), s) {
 			r.add(path("tenants", name, "scheduler"), "unknown scheduler %q: known schedulers are %s", s, knownSchedulers())
 		}
 	}
@@ -43,10 +42,4 @@ func checkSchedulers(d *model.Model, r *reporter) {
 }
 
 // knownSchedulers lists Schedulers for a message: "volcano, kai and default".
-func knownSchedulers() string {
-	n := len(Schedulers)
-	if n == 1 {
-		return Schedulers[0]
-	}
-	return fmt.Sprintf("%s and %s", strings.Join(Schedulers[:n-1], ", "), Schedulers[n-1])
-}
+func knownSchedulers() string { return facts.List(Schedulers()) }

@@ -1,9 +1,13 @@
 package schedsync
 
 import (
+	"context"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // anyProductFlavor is the ResourceFlavor of quota that names no GPU
@@ -13,6 +17,48 @@ const (
 	anyProductFlavor = "mandate-any-gpu"
 	gpuPresentLabel  = "nvidia.com/gpu.present"
 )
+
+func init() {
+	Register(Kueue, Sync{
+		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) { return kueueObjects(s, c, o) },
+		Holds:  kueueHolds,
+		// Kueue's queues stop admitting under stopPolicy Hold.
+		Close: func(_ *unstructured.Unstructured, spec map[string]any) (map[string]any, error) {
+			spec["stopPolicy"] = "Hold"
+			return nil, nil
+		},
+	})
+}
+
+// kueueHolds counts the Workloads in a LocalQueue, or admitted to (or
+// queued through a LocalQueue feeding) a ClusterQueue.
+func kueueHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error) {
+	workloads := facts.Kueue.GroupKinds[0].GVK
+	name := q.GetName()
+	switch q.GroupVersionKind() {
+	case LocalQueueKind.GVK:
+		ns := q.GetNamespace()
+		return countOf(ctx, list, workloads, func(u *unstructured.Unstructured) bool {
+			return u.GetNamespace() == ns && str(u, "spec", "queueName") == name
+		})
+	case ClusterQueueKind.GVK:
+		lqs, err := list(ctx, LocalQueueKind.GVK)
+		if err != nil {
+			return 0, err
+		}
+		feeds := map[string]bool{}
+		for i := range lqs {
+			if str(&lqs[i], "spec", "clusterQueue") == name {
+				feeds[lqs[i].GetNamespace()+"/"+lqs[i].GetName()] = true
+			}
+		}
+		return countOf(ctx, list, workloads, func(u *unstructured.Unstructured) bool {
+			return str(u, "status", "admission", "clusterQueue") == name ||
+				feeds[u.GetNamespace()+"/"+str(u, "spec", "queueName")]
+		})
+	}
+	return 0, nil
+}
 
 // ungovernedQuota is the nominal quota of the resources Mandate does not
 // govern — cpu, memory and ephemeral storage, which every pod asks for —

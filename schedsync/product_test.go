@@ -25,7 +25,7 @@ func TestProductQuotaBecomesFlavors(t *testing.T) {
 		{Resource: "nvidia.com/mig-1g.10gb", Guaranteed: 28, Ceiling: 56},
 	}, qs)
 
-	objs, err := Render(s, Cluster{}, Options{Schedulers: AllSchedulers})
+	objs, err := Render(s, Cluster{}, Options{Schedulers: AllSchedulers()})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		kind Kind

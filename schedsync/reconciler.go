@@ -111,7 +111,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) error {
 		return err
 	}
 	byKind := map[string]float64{}
-	for _, k := range kinds {
+	for _, k := range kinds() {
 		byKind[k.GVK.Kind+"."+k.GVK.Group] = 0
 	}
 	for _, c := range plan.Drift() {

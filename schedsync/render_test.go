@@ -57,7 +57,7 @@ func TestRenderExample(t *testing.T) {
 		},
 		TenantNamespaces: map[string][]string{"research-llm": {"llm"}, "research": {"research"}},
 	}
-	objs, err := Render(s, cluster, Options{Schedulers: AllSchedulers})
+	objs, err := Render(s, cluster, Options{Schedulers: AllSchedulers()})
 	require.NoError(t, err)
 
 	for _, tc := range []struct {

@@ -1,12 +1,16 @@
 package schedsync
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Volcano queue states (status.state).
@@ -14,6 +18,31 @@ const (
 	volcanoOpen   = "Open"
 	volcanoClosed = "Closed"
 )
+
+func init() {
+	Register(Volcano, Sync{
+		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) },
+		Holds:  volcanoHolds,
+		// Volcano closes a queue through its status, and deletes only a
+		// closed one.
+		Close: func(*unstructured.Unstructured, map[string]any) (map[string]any, error) {
+			return map[string]any{"state": volcanoClosed}, nil
+		},
+	})
+}
+
+// volcanoHolds counts the PodGroups in a Volcano Queue and its child
+// queues.
+func volcanoHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error) {
+	name := q.GetName()
+	return sumOf(
+		func() (int, error) {
+			return countOf(ctx, list, facts.Volcano.GroupKinds[0].GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "queue") == name })
+		},
+		func() (int, error) {
+			return countOf(ctx, list, VolcanoQueueKind.GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "parent") == name })
+		})
+}
 
 // volcanoObjects renders a Queue per tenant and the HyperNodes of the
 // model's topology.

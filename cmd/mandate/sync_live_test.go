@@ -322,7 +322,7 @@ func renderModel(t *testing.T, c client.Client, m map[string]any) []schedsync.Ob
 	require.NoError(t, err)
 	cluster, err := schedsync.Syncer{Client: c}.ReadCluster(context.Background())
 	require.NoError(t, err)
-	objs, err := schedsync.Render(spec, cluster, schedsync.Options{Schedulers: schedsync.AllSchedulers})
+	objs, err := schedsync.Render(spec, cluster, schedsync.Options{Schedulers: schedsync.AllSchedulers()})
 	require.NoError(t, err)
 	return objs
 }
