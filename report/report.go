@@ -32,6 +32,7 @@ type View struct {
 	Warned       []evaluator.Violation          `json:"warned,omitempty"`
 	DryRun       []evaluator.Violation          `json:"dryrun,omitempty"`
 	Warnings     []string                       `json:"warnings"`
+	Reasons      []evaluator.Violation          `json:"reasons,omitempty"`
 	Directives   evaluator.Directives           `json:"directives"`
 	Explanations []evaluator.Explanation        `json:"explanations"`
 	Patch        []jsonpatch.JsonPatchOperation `json:"patch"`
@@ -59,6 +60,7 @@ func ViewOf(it Item) View {
 		Warned:       d.Warned,
 		DryRun:       d.DryRun,
 		Warnings:     d.Warnings,
+		Reasons:      d.Reasons,
 		Directives:   d.Directives,
 		Explanations: d.Explanations,
 		Patch:        r.Patch,
