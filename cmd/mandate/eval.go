@@ -17,8 +17,8 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/evalview"
+	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/workload"
 )
