@@ -59,8 +59,9 @@ demo: ## Run mandate serve as the webhook of a local kube-apiserver, load the ex
 	$(GO) run ./hack/demo --mandate $(MANDATE) --examples examples
 
 .PHONY: chart-rules
-chart-rules: ## Regenerate the chart's webhook rules from the kind registry (after registering a kind).
+chart-rules: ## Regenerate the chart's webhook rules from the kind registry and the scheduler RBAC and schema enum from the scheduler registry (after registering a kind or a scheduler).
 	$(GO) run ./webhook/internal/chartrules
+	$(GO) run ./internal/schedgen/cmd/schedgen
 
 .PHONY: lint
 lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict through mandate opa, mandate model check.

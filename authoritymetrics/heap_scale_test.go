@@ -46,7 +46,7 @@ func TestReportHeapAtScale(t *testing.T) {
 	}
 	pods, whole := count("BENCH_SCALE_HEAP_PODS", 150_000), count("BENCH_SCALE_WHOLE_PODS", 20_000)
 	ev := fixtures.Evaluator(t, "embedded", nil)
-	o := clusterreport.Options{Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision()}, Data: ev.Data()}
+	o := clusterreport.Options{Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision()}}
 	for _, run := range []struct {
 		pods    int
 		counted bool

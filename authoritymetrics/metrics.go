@@ -1,8 +1,9 @@
 // Package authoritymetrics exports the cluster report as Prometheus
 // gauges on /metrics: per tenant the guaranteed, ceiling, used and reserved
-// GPUs by resource; pending workloads and GPUs blocked by authority
-// dimension; idle, stranded and unhealthy GPUs. Label cardinality is
-// bounded by the model's tenants and resources and the fixed dimensions.
+// GPUs by resource and GPU product; pending workloads and GPUs blocked by
+// authority dimension; idle, stranded and unhealthy GPUs. Label
+// cardinality is bounded by the model's tenants, resources and products
+// and the fixed dimensions.
 package authoritymetrics
 
 import (
@@ -19,8 +20,8 @@ var Dimensions = []string{"tenancy", "priority", "quota", "topology", "preemptio
 var (
 	tenantGPUs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mandate_tenant_gpus",
-		Help: "GPUs of a tenant (rolled up over its subtree) by resource and measure: guaranteed and ceiling from the authority model, used and reserved now.",
-	}, []string{"tenant", "resource", "measure"})
+		Help: "GPUs of a tenant (rolled up over its subtree) by resource, GPU product and measure: guaranteed and ceiling from the authority model, used and reserved now. An empty product is the resource, every product together; a product's series exist where the model sets a quota for it.",
+	}, []string{"tenant", "resource", "product", "measure"})
 	pendingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mandate_pending_workloads",
 		Help: "Pending workloads that cannot run, by the dimension of what blocks them first.",
@@ -64,13 +65,13 @@ func Publish(r *clusterreport.Report, unix float64) {
 	tenantGPUs.Reset()
 	for _, t := range r.Tenants {
 		if t.Guaranteed >= 0 {
-			tenantGPUs.WithLabelValues(t.Tenant, t.Resource, "guaranteed").Set(float64(t.Guaranteed))
+			tenantGPUs.WithLabelValues(t.Tenant, t.Resource, t.Product, "guaranteed").Set(float64(t.Guaranteed))
 		}
 		if t.Ceiling >= 0 {
-			tenantGPUs.WithLabelValues(t.Tenant, t.Resource, "ceiling").Set(float64(t.Ceiling))
+			tenantGPUs.WithLabelValues(t.Tenant, t.Resource, t.Product, "ceiling").Set(float64(t.Ceiling))
 		}
-		tenantGPUs.WithLabelValues(t.Tenant, t.Resource, "used").Set(float64(t.Used))
-		tenantGPUs.WithLabelValues(t.Tenant, t.Resource, "reserved").Set(float64(t.Reserved))
+		tenantGPUs.WithLabelValues(t.Tenant, t.Resource, t.Product, "used").Set(float64(t.Used))
+		tenantGPUs.WithLabelValues(t.Tenant, t.Resource, t.Product, "reserved").Set(float64(t.Reserved))
 	}
 	workloads := map[string]int{}
 	for _, b := range r.Blocked {

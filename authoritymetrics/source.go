@@ -68,7 +68,6 @@ func FromClusterHeld(reader client.Reader, held Held, current func() *evaluator.
 		}
 		return clusterreport.Build(ctx, inv, sched, clusterreport.Options{
 			Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision(), Exempt: exempt},
-			Data:    ev.Data(),
 		})
 	}
 }

@@ -104,7 +104,6 @@ func TestFromClusterKeepsWhatIsCounted(t *testing.T) {
 		}
 		return clusterreport.Build(ctx, inv, sched, clusterreport.Options{
 			Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision()},
-			Data:    ev.Data(),
 		})
 	}
 	counted := authoritymetrics.FromCluster(c, func() *evaluator.Evaluator { return ev }, nil)

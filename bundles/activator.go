@@ -259,10 +259,15 @@ func (a *Activator) ActivatePolicy(ctx context.Context, p *evaluator.Policy) err
 }
 
 func (a *Activator) activate(ctx context.Context, p *evaluator.Policy, source string) error {
-	if err := modelcheck.Validate(p.Data); err != nil {
+	// The model is decoded once, here, and checked; the evaluator hands
+	// it to every Go reader (the cluster state, sync, report, metrics).
+	m, err := modelcheck.ReadValid(p.Data)
+	if err != nil {
 		return a.fail(source, StepModel, err)
 	}
-	ev, err := evaluator.New(ctx, p, a.opts.Evaluator)
+	withModel := *p
+	withModel.Model = &m
+	ev, err := evaluator.New(ctx, &withModel, a.opts.Evaluator)
 	if err != nil {
 		return a.fail(source, StepCompile, err)
 	}

@@ -61,14 +61,7 @@ func IssueServing(ca *KeyPair, hosts []string, now time.Time, lifetime time.Dura
 	if len(hosts) == 0 {
 		return nil, errors.New("a serving certificate needs at least one host")
 	}
-	notAfter := now.Add(lifetime)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
-	notBefore := now.Add(-Backdate)
-	if notBefore.Before(ca.Cert.NotBefore) {
-		notBefore = ca.Cert.NotBefore
-	}
+	notBefore, notAfter := leafValidity(ca, now, lifetime)
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: hosts[0]},
 		NotBefore:   notBefore,
@@ -84,6 +77,34 @@ func IssueServing(ca *KeyPair, hosts []string, now time.Time, lifetime time.Dura
 		}
 	}
 	return sign(tmpl, ca)
+}
+
+// IssueClient issues a client certificate for commonName signed by ca
+// (the certificate the API server presents to the webhooks when it is set
+// up to authenticate to them), valid as IssueServing's.
+func IssueClient(ca *KeyPair, commonName string, now time.Time, lifetime time.Duration) (*KeyPair, error) {
+	notBefore, notAfter := leafValidity(ca, now, lifetime)
+	return sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca)
+}
+
+// leafValidity is a certificate's validity under ca: from now-Backdate
+// to now+lifetime, within the CA's own.
+func leafValidity(ca *KeyPair, now time.Time, lifetime time.Duration) (notBefore, notAfter time.Time) {
+	notAfter = now.Add(lifetime)
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	notBefore = now.Add(-Backdate)
+	if notBefore.Before(ca.Cert.NotBefore) {
+		notBefore = ca.Cert.NotBefore
+	}
+	return notBefore, notAfter
 }
 
 // sign generates an ECDSA P-256 key and signs tmpl with parent (itself

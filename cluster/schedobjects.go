@@ -10,15 +10,42 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // The scheduler objects admission names, whose presence SchedulerObjects
-// tracks.
+// tracks: every registered scheduler's queue and topology kinds (package
+// facts), and PriorityClasses.
 var (
-	VolcanoQueueGVK = schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "Queue"}
-	KAIQueueGVK     = schema.GroupVersionKind{Group: "scheduling.run.ai", Version: "v2", Kind: "Queue"}
-	KAITopologyGVK  = schema.GroupVersionKind{Group: "kai.scheduler", Version: "v1alpha1", Kind: "Topology"}
+	VolcanoQueueGVK  = facts.Volcano.QueueKind.GVK
+	KAIQueueGVK      = facts.KAI.QueueKind.GVK
+	KAITopologyGVK   = facts.KAI.TopologyKind.GVK
+	PriorityClassGVK = facts.PriorityClass.GVK
 )
+
+// watchedKinds are the kinds SchedulerObjects watches, and what it reads of
+// each: a queue's state, a topology's levels.
+func watchedKinds() []watchedKindOf {
+	out := []watchedKindOf{{Kind: facts.PriorityClass}}
+	for _, s := range facts.All() {
+		if q := s.QueueKind; q != nil {
+			out = append(out, watchedKindOf{Kind: q.Kind, state: q.HasState})
+		}
+		if t := s.TopologyKind; t != nil {
+			out = append(out, watchedKindOf{Kind: *t, levels: true})
+		}
+	}
+	return out
+}
+
+type watchedKindOf struct {
+	facts.Kind
+	// state: the object is Present only while its status.state is Open.
+	state bool
+	// levels: read spec.levels[].nodeLabel.
+	levels bool
+}
 
 // Presence is what the cluster says of a named scheduler object.
 type Presence int
@@ -46,9 +73,10 @@ type SchedulerObject struct {
 }
 
 // SchedulerObjects keeps, from informers of the manager's cache, the names
-// of the cluster's Volcano Queues, KAI Queues and KAI Topologies (all
-// cluster-scoped), so admission can warn of a queue or topology it names
-// that no object carries without a read per admission. Kinds whose CRD is
+// of the cluster's PriorityClasses and of the schedulers' queues and
+// topologies (watchedKinds; Kueue's LocalQueues by namespace), so admission
+// can warn of a priority class, queue or topology it names that no object
+// carries without a read per admission. Kinds whose CRD is
 // not served when WatchSchedulerObjects runs stay Unknown.
 type SchedulerObjects struct {
 	mu    sync.RWMutex
@@ -61,11 +89,12 @@ type watchedKind struct {
 }
 
 // WatchSchedulerObjects starts (through informers, which start with the
-// cache or at once when it runs) watching every kind of VolcanoQueueGVK,
-// KAIQueueGVK and KAITopologyGVK that mapper says is served.
+// cache or at once when it runs) watching every kind of watchedKinds that
+// mapper says is served.
 func WatchSchedulerObjects(ctx context.Context, informers cache.Informers, mapper meta.RESTMapper) (*SchedulerObjects, error) {
 	s := &SchedulerObjects{kinds: map[schema.GroupVersionKind]*watchedKind{}}
-	for _, gvk := range []schema.GroupVersionKind{VolcanoQueueGVK, KAIQueueGVK, KAITopologyGVK} {
+	for _, wk := range watchedKinds() {
+		gvk := wk.GVK
 		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			if meta.IsNoMatchError(err) {
 				log.FromContext(ctx).Info("scheduler kind not served: admission cannot check the names it injects", "kind", gvk.String())
@@ -83,14 +112,13 @@ func WatchSchedulerObjects(ctx context.Context, informers cache.Informers, mappe
 		s.mu.Lock()
 		s.kinds[gvk] = k
 		s.mu.Unlock()
-		gvk := gvk
 		reg, err := inf.AddEventHandler(eventHandler(func(o any) {
 			if u, ok := o.(*unstructured.Unstructured); ok {
-				s.set(gvk, u.GetName(), objectOf(gvk, u))
+				s.set(gvk, objectKey(u.GetNamespace(), u.GetName()), objectOf(wk, u))
 			}
 		}, func(o any) {
 			if u, ok := o.(*unstructured.Unstructured); ok {
-				s.delete(gvk, u.GetName())
+				s.delete(gvk, objectKey(u.GetNamespace(), u.GetName()))
 			}
 		}))
 		if err != nil {
@@ -105,16 +133,25 @@ func WatchSchedulerObjects(ctx context.Context, informers cache.Informers, mappe
 	return s, nil
 }
 
-// objectOf reads what matters of one object of kind gvk.
-func objectOf(gvk schema.GroupVersionKind, u *unstructured.Unstructured) SchedulerObject {
+// objectKey is the key of an object in its kind's map: its name, after its
+// namespace for a namespaced kind.
+func objectKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// objectOf reads what matters of one object of kind wk.
+func objectOf(wk watchedKindOf, u *unstructured.Unstructured) SchedulerObject {
 	o := SchedulerObject{Presence: Present}
-	switch gvk {
-	case VolcanoQueueGVK:
+	if wk.state {
 		o.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
 		if o.State != "Open" {
 			o.Presence = NotOpen
 		}
-	case KAITopologyGVK:
+	}
+	if wk.levels {
 		levels, _, _ := unstructured.NestedSlice(u.Object, "spec", "levels")
 		for _, l := range levels {
 			if m, ok := l.(map[string]any); ok {
@@ -139,9 +176,10 @@ func (s *SchedulerObjects) delete(gvk schema.GroupVersionKind, name string) {
 	delete(s.kinds[gvk].byName, name)
 }
 
-// Lookup says what the cluster holds under name of kind gvk: Unknown when
-// the kind is not watched or not synced yet.
-func (s *SchedulerObjects) Lookup(gvk schema.GroupVersionKind, name string) SchedulerObject {
+// Lookup says what the cluster holds under name (in namespace, "" for a
+// cluster-scoped kind) of kind gvk: Unknown when the kind is not watched or
+// not synced yet.
+func (s *SchedulerObjects) Lookup(gvk schema.GroupVersionKind, namespace, name string) SchedulerObject {
 	if s == nil {
 		return SchedulerObject{}
 	}
@@ -151,7 +189,7 @@ func (s *SchedulerObjects) Lookup(gvk schema.GroupVersionKind, name string) Sche
 	if !ok || !k.synced() {
 		return SchedulerObject{}
 	}
-	if o, ok := k.byName[name]; ok {
+	if o, ok := k.byName[objectKey(namespace, name)]; ok {
 		return o
 	}
 	return SchedulerObject{Presence: Missing}

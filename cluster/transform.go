@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -91,10 +92,19 @@ func strippedMeta(m *metav1.ObjectMeta, labels, annotations map[string]string, o
 // keptKeyPrefixes and keptKeys are the pod labels and annotations the
 // informers keep (PodKeyKept).
 var (
-	keptKeyPrefixes = []string{"mandate.dev/", "kai.scheduler/", "volcano.sh/", "scheduling.volcano.sh/",
-		"scheduling.x-k8s.io/", "kueue.x-k8s.io/", "gpu-"}
-	keptKeys = map[string]bool{"runai/queue": true}
+	keptKeyPrefixes = append([]string{"mandate.dev/", "scheduling.x-k8s.io/", "gpu-"}, schedulerKeyPrefixes()...)
+	keptKeys        = map[string]bool{"runai/queue": true}
 )
+
+// schedulerKeyPrefixes are the registered schedulers' pod key prefixes
+// (facts.Scheduler.PodKeyPrefixes).
+func schedulerKeyPrefixes() []string {
+	var out []string
+	for _, s := range facts.All() {
+		out = append(out, s.PodKeyPrefixes...)
+	}
+	return out
+}
 
 // PodKeyKept says whether the informers keep a pod's label or annotation
 // key: Mandate's own, the schedulers' (KAI, Volcano, Kueue, the scheduler

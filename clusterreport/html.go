@@ -63,7 +63,7 @@ func htmlView(r *Report) pageView {
 		scale := float64(max(t.Ceiling, t.Used+t.IdleInGuarantee+t.PendingGPUs, t.Guaranteed, 1))
 		w := func(n int) float64 { return math.Round(barWidth*float64(n)/scale*10) / 10 }
 		x := func(n int) float64 { return barLeft + w(n) }
-		b := barView{Label: t.Tenant, Resource: t.Resource, Y: 10 + i*barRow, Depth: t.Depth,
+		b := barView{Label: t.Tenant, Resource: t.ResourceName(), Y: 10 + i*barRow, Depth: t.Depth,
 			Guaranteed: t.Guaranteed, Ceiling: t.Ceiling, Used: t.Used, PendingGPUs: t.PendingGPUs,
 			IdleInGuarantee: t.IdleInGuarantee, NonPreemptible: t.NonPreemptible}
 		b.UsedNP = seg{X: barLeft, W: w(t.NonPreemptible), N: t.NonPreemptible}

@@ -59,10 +59,26 @@ mandate_pending_workloads{dimension="topology"} 3
 	assert.Equal(t, 4*len(rep.Tenants), got, "guaranteed, ceiling, used, reserved per tenant and resource")
 	mfs, err := metrics.Registry.Gather()
 	require.NoError(t, err)
-	assert.Equal(t, 2.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "used"))
-	assert.Equal(t, 16.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "ceiling"))
-	assert.Equal(t, 8.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "guaranteed"))
-	assert.Equal(t, 104.0, tenantGauge(mfs, "research", "nvidia.com/gpu", "used"))
+	assert.Equal(t, 2.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "", "used"))
+	assert.Equal(t, 16.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "", "ceiling"))
+	assert.Equal(t, 8.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "", "guaranteed"))
+	assert.Equal(t, 104.0, tenantGauge(mfs, "research", "nvidia.com/gpu", "", "used"))
+	assert.Equal(t, -1.0, tenantGauge(mfs, "platform", "nvidia.com/gpu", "NVIDIA-B200", "ceiling"), "no product series where the model sets no product quota")
+
+	// Tenant product's per-product quotas (the example model: H100 120
+	// guaranteed of 144, B200 8 of 32, within 128 of 160 for every product
+	// together) have series of their own beside the resource's; its pods
+	// run on H100 nodes.
+	for _, tc := range []struct {
+		product, measure string
+		want             float64
+	}{
+		{"", "guaranteed", 128}, {"", "ceiling", 160}, {"", "used", 112},
+		{"NVIDIA-H100-80GB-HBM3", "guaranteed", 120}, {"NVIDIA-H100-80GB-HBM3", "ceiling", 144}, {"NVIDIA-H100-80GB-HBM3", "used", 112},
+		{"NVIDIA-B200", "guaranteed", 8}, {"NVIDIA-B200", "ceiling", 32}, {"NVIDIA-B200", "used", 0}, {"NVIDIA-B200", "reserved", 0},
+	} {
+		assert.Equal(t, tc.want, tenantGauge(mfs, "product", "nvidia.com/gpu", tc.product, tc.measure), "product=%q %s", tc.product, tc.measure)
+	}
 
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 	require.NoError(t, err)
@@ -76,8 +92,9 @@ mandate_pending_workloads{dimension="topology"} 3
 	}
 }
 
-// tenantGauge reads one mandate_tenant_gpus series; -1 when absent.
-func tenantGauge(mfs []*dto.MetricFamily, tenant, resource, measure string) float64 {
+// tenantGauge reads one mandate_tenant_gpus series (product "" the
+// resource's); -1 when absent.
+func tenantGauge(mfs []*dto.MetricFamily, tenant, resource, product, measure string) float64 {
 	for _, mf := range mfs {
 		if mf.GetName() != "mandate_tenant_gpus" {
 			continue
@@ -87,7 +104,7 @@ func tenantGauge(mfs []*dto.MetricFamily, tenant, resource, measure string) floa
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["tenant"] == tenant && labels["resource"] == resource && labels["measure"] == measure {
+			if labels["tenant"] == tenant && labels["resource"] == resource && labels["product"] == product && labels["measure"] == measure {
 				return m.GetGauge().GetValue()
 			}
 		}

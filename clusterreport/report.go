@@ -53,13 +53,17 @@ type Report struct {
 	Notes     []string     `json:"notes,omitempty"`
 }
 
-// TenantRow is one tenant and one GPU resource, usage rolled up over its
-// subtree.
+// TenantRow is one tenant and one GPU resource — or one GPU product of
+// it, where the model sets a quota for the product — usage rolled up over
+// its subtree.
 type TenantRow struct {
 	Tenant   string `json:"tenant"`
 	Parent   string `json:"parent"`
 	Depth    int    `json:"depth"`
 	Resource string `json:"resource"`
+	// Product is the GPU product (node label nvidia.com/gpu.product) the
+	// row is about; "" for the resource, every product together.
+	Product string `json:"product,omitempty"`
 	// Guaranteed and Ceiling from the authority model; -1 when the model
 	// sets none.
 	Guaranteed     int `json:"guaranteed"`
@@ -76,6 +80,15 @@ type TenantRow struct {
 	PendingGPUs      int `json:"pendingGPUs"`
 	// BlockedBy counts pending GPUs by "dimension/RULE".
 	BlockedBy map[string]int `json:"blockedBy"`
+}
+
+// ResourceName names the row's resource for people: the resource, and the
+// GPU product in parentheses on a product's row.
+func (t TenantRow) ResourceName() string {
+	if t.Product == "" {
+		return t.Resource
+	}
+	return t.Resource + " (" + t.Product + ")"
 }
 
 // CapacityRow is one GPU resource and product.
@@ -101,21 +114,23 @@ type DomainRow struct {
 
 // BlockedRow is one pending workload that cannot run.
 type BlockedRow struct {
-	Workload  string `json:"workload"`
-	Tenant    string `json:"tenant"`
-	GPUs      int    `json:"gpus"`
-	Resource  string `json:"resource"`
+	Workload string `json:"workload"`
+	Tenant   string `json:"tenant"`
+	GPUs     int    `json:"gpus"`
+	Resource string `json:"resource"`
+	// Product is the GPU product the workload asks for; "" for none.
+	Product   string `json:"product,omitempty"`
 	Dimension string `json:"dimension"`
 	Rule      string `json:"rule"`
 	Message   string `json:"message"`
 	Unblock   string `json:"unblock"`
 }
 
-// Options say what to report against.
+// Options say what to report against: the revision and its authority
+// model (explain.Options.Model), whose guarantees and ceilings, per
+// resource and GPU product, the tenant rows carry.
 type Options struct {
 	explain.Options
-	// Data is the policy data, for the tenants' quotas.
-	Data map[string]any
 }
 
 // Build reports on inv (and the schedulers' objects in sched).
@@ -157,7 +172,7 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 		rep.BlockedGPUs += e.Shape.TotalGPUs
 		rep.BlockedBy[b.Dimension] += e.Shape.TotalGPUs
 		rep.Blocked = append(rep.Blocked, BlockedRow{
-			Workload: e.Workload.String(), Tenant: e.Workload.Tenant, GPUs: e.Shape.TotalGPUs, Resource: e.Shape.Resource,
+			Workload: e.Workload.String(), Tenant: e.Workload.Tenant, GPUs: e.Shape.TotalGPUs, Resource: e.Shape.Resource, Product: e.Shape.Product,
 			Dimension: b.Dimension, Rule: b.Code, Message: b.Message, Unblock: b.Unblock,
 		})
 		if e.Directives != nil {
@@ -184,7 +199,7 @@ func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerSt
 // usageOf is every tenant's usage in state, rolled up over its subtree.
 func usageOf(state *cluster.State, m model.Model) map[string]map[string]ledger.Usage {
 	out := map[string]map[string]ledger.Usage{}
-	for t := range m.Parents() {
+	for t := range m.Tenants {
 		out[t] = state.Usage(t)[t]
 	}
 	return out
@@ -231,51 +246,42 @@ func headline(r *Report) string {
 		r.IdleGPUs, r.StrandedGPUs, r.BlockedWorkloads, r.BlockedGPUs, strings.Join(by, ", "))
 }
 
-// tenants rolls usage, quota and blocked demand up the hierarchy.
+// tenants rolls usage, quota and blocked demand up the hierarchy: a row
+// per tenant and GPU resource, and one per GPU product the model sets a
+// quota for.
 func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, blocked []BlockedRow) []TenantRow {
-	quotas := quotasOf(o.Data)
-	parents := o.Model.Parents()
-	names := make([]string, 0, len(parents))
-	for t := range parents {
-		names = append(names, t)
-	}
-	depth := func(t string) int {
-		d := 0
-		for p := parents[t]; p != "" && d < model.MaxDepth; p = parents[p] {
-			d++
-		}
-		return d
-	}
+	m := o.Model
 	// Order: depth-first under each root, children by name.
-	children := map[string][]string{}
-	for _, t := range names {
-		children[parents[t]] = append(children[parents[t]], t)
-	}
 	var order []string
 	var walk func(string)
 	walk = func(p string) {
-		kids := children[p]
-		sort.Strings(kids)
-		for _, k := range kids {
+		for _, k := range m.Children(p) {
 			order = append(order, k)
 			walk(k)
 		}
 	}
 	walk("")
-	pending := map[string]map[string][2]int{} // tenant → resource → {workloads, gpus}
-	blockedBy := map[string]map[string]map[string]int{}
+	type key struct{ resource, product string }
+	pending := map[string]map[key][2]int{} // tenant → resource/product → {workloads, gpus}
+	blockedBy := map[string]map[key]map[string]int{}
 	for _, b := range blocked {
-		for t, d := b.Tenant, 0; t != "" && d < model.MaxDepth; t, d = parents[t], d+1 {
+		keys := []key{{b.Resource, ""}}
+		if b.Product != "" {
+			keys = append(keys, key{b.Resource, b.Product})
+		}
+		for _, t := range m.Chain(b.Tenant) {
 			if pending[t] == nil {
-				pending[t] = map[string][2]int{}
-				blockedBy[t] = map[string]map[string]int{}
+				pending[t] = map[key][2]int{}
+				blockedBy[t] = map[key]map[string]int{}
 			}
-			p := pending[t][b.Resource]
-			pending[t][b.Resource] = [2]int{p[0] + 1, p[1] + b.GPUs}
-			if blockedBy[t][b.Resource] == nil {
-				blockedBy[t][b.Resource] = map[string]int{}
+			for _, k := range keys {
+				p := pending[t][k]
+				pending[t][k] = [2]int{p[0] + 1, p[1] + b.GPUs}
+				if blockedBy[t][k] == nil {
+					blockedBy[t][k] = map[string]int{}
+				}
+				blockedBy[t][k][b.Dimension+"/"+b.Rule] += b.GPUs
 			}
-			blockedBy[t][b.Resource][b.Dimension+"/"+b.Rule] += b.GPUs
 		}
 	}
 	var rows []TenantRow
@@ -283,18 +289,18 @@ func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, block
 		usage := used[t]
 		withReservations := reserved[t]
 		resources := map[string]bool{}
-		for r := range quotas[t] {
+		for _, r := range m.Resources(t) {
 			resources[r] = true
 		}
 		for r := range usage {
 			// The ledger also counts usage per resource@product; those
 			// rows are shown only where the model sets a quota for them.
-			if !strings.Contains(r, "@") {
+			if !ledger.IsProductKey(r) {
 				resources[r] = true
 			}
 		}
-		for r := range pending[t] {
-			resources[r] = true
+		for k := range pending[t] {
+			resources[k.resource] = true
 		}
 		rs := make([]string, 0, len(resources))
 		for r := range resources {
@@ -302,61 +308,26 @@ func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, block
 		}
 		sort.Strings(rs)
 		for _, r := range rs {
-			q, ok := quotas[t][r]
-			if !ok {
-				q = quota{Guaranteed: -1, Ceiling: -1}
+			for _, p := range append([]string{""}, m.Products(t, r)...) {
+				k, usageKey := key{r, p}, r
+				if p != "" {
+					usageKey = ledger.ProductKey(r, p)
+				}
+				row := TenantRow{Tenant: t, Parent: m.Tenants[t].Parent, Depth: m.Depth(t), Resource: r, Product: p,
+					Guaranteed: -1, Ceiling: -1, Used: usage[usageKey].Total, NonPreemptible: usage[usageKey].NonPreemptible,
+					Reserved:         withReservations[usageKey].Total - usage[usageKey].Total,
+					PendingWorkloads: pending[t][k][0], PendingGPUs: pending[t][k][1], BlockedBy: blockedBy[t][k]}
+				if q, ok := m.QuotaOf(t, r, p); ok {
+					row.Guaranteed, row.Ceiling = int(q.Guaranteed), int(q.Ceiling)
+				}
+				if row.Guaranteed > row.Used+row.Reserved {
+					row.IdleInGuarantee = row.Guaranteed - row.Used - row.Reserved
+				}
+				rows = append(rows, row)
 			}
-			row := TenantRow{Tenant: t, Parent: parents[t], Depth: depth(t), Resource: r,
-				Guaranteed: q.Guaranteed, Ceiling: q.Ceiling, Used: usage[r].Total, NonPreemptible: usage[r].NonPreemptible,
-				Reserved:         withReservations[r].Total - usage[r].Total,
-				PendingWorkloads: pending[t][r][0], PendingGPUs: pending[t][r][1], BlockedBy: blockedBy[t][r]}
-			if q.Guaranteed > row.Used+row.Reserved {
-				row.IdleInGuarantee = q.Guaranteed - row.Used - row.Reserved
-			}
-			rows = append(rows, row)
 		}
 	}
 	return rows
-}
-
-type quota struct {
-	Guaranteed int
-	Ceiling    int
-}
-
-// quotasOf reads data.mandate.model.tenants[*].quota.
-func quotasOf(data map[string]any) map[string]map[string]quota {
-	out := map[string]map[string]quota{}
-	mandate, _ := data["mandate"].(map[string]any)
-	m, _ := mandate["model"].(map[string]any)
-	ts, _ := m["tenants"].(map[string]any)
-	for name, raw := range ts {
-		t, _ := raw.(map[string]any)
-		qs, _ := t["quota"].(map[string]any)
-		for r, rawQ := range qs {
-			q, _ := rawQ.(map[string]any)
-			if out[name] == nil {
-				out[name] = map[string]quota{}
-			}
-			out[name][r] = quota{Guaranteed: number(q["guaranteed"]), Ceiling: number(q["ceiling"])}
-		}
-	}
-	return out
-}
-
-func number(v any) int {
-	switch n := v.(type) {
-	case float64:
-		return int(n)
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case interface{ Int64() (int64, error) }:
-		i, _ := n.Int64()
-		return int(i)
-	}
-	return 0
 }
 
 // node is one node as the report counts it.

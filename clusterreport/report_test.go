@@ -3,6 +3,8 @@ package clusterreport_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,7 +49,6 @@ func fixtureReport(t *testing.T, extra ...string) *clusterreport.Report {
 	require.NoError(t, err)
 	rep, err := clusterreport.Build(context.Background(), inv, sched, clusterreport.Options{
 		Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: "fixture"},
-		Data:    ev.Data(),
 	})
 	require.NoError(t, err)
 	return rep
@@ -144,4 +145,40 @@ spec:
 			assert.Equal(t, b.IdleInGuarantee-3, a.IdleInGuarantee, "%s: reserved guarantee is not idle", tenant)
 		}
 	}
+}
+
+// TestReportPerProductQuota: where the model sets a quota per GPU product
+// (tenant product: H100 120 guaranteed of 144, B200 8 of 32, within 128 of
+// 160 for every product together), the report has a row per product
+// beside the resource's, with the product's guarantee and ceiling and the
+// GPUs of that product in use (its pods run on H100 nodes), in -o json
+// too; a tenant without product quotas has none.
+func TestReportPerProductQuota(t *testing.T) {
+	rep := fixtureReport(t)
+	var b bytes.Buffer
+	require.NoError(t, clusterreport.WriteJSON(&b, rep))
+	var out struct {
+		Tenants []map[string]any `json:"tenants"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &out))
+	rows := map[string][]float64{}
+	for _, r := range out.Tenants {
+		if r["tenant"] != "product" && r["tenant"] != "platform" {
+			continue
+		}
+		product, _ := r["product"].(string)
+		rows[fmt.Sprintf("%s %s %s", r["tenant"], r["resource"], product)] = []float64{
+			r["guaranteed"].(float64), r["ceiling"].(float64), r["used"].(float64), r["idleInGuarantee"].(float64)}
+	}
+	assert.Equal(t, map[string][]float64{
+		"product nvidia.com/gpu ":                      {128, 160, 112, 16},
+		"product nvidia.com/gpu NVIDIA-B200":           {8, 32, 0, 8},
+		"product nvidia.com/gpu NVIDIA-H100-80GB-HBM3": {120, 144, 112, 8},
+		"product nvidia.com/mig-1g.10gb ":              {28, 56, 10, 18},
+		"platform nvidia.com/gpu ":                     {8, 16, 2, 6},
+	}, rows)
+
+	var table bytes.Buffer
+	require.NoError(t, clusterreport.WriteTable(&table, rep))
+	assert.Contains(t, table.String(), "nvidia.com/gpu (NVIDIA-B200)")
 }

@@ -18,7 +18,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENANT\tRESOURCE\tGUARANTEED\tCEILING\tUSED\tRESERVED\tIDLE IN GUARANTEE\tPENDING\tBLOCKED BY")
 	for _, t := range r.Tenants {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d/%d\t%s\n", strings.Repeat("  ", t.Depth), t.Tenant, t.Resource,
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d/%d\t%s\n", strings.Repeat("  ", t.Depth), t.Tenant, t.ResourceName(),
 			quotaText(t.Guaranteed), quotaText(t.Ceiling), t.Used, t.Reserved, t.IdleInGuarantee,
 			t.PendingWorkloads, t.PendingGPUs, countsText(t.BlockedBy))
 	}

@@ -184,6 +184,14 @@ type Webhook struct {
 	// CertDir holds tls.crt and tls.key, reloaded when they change;
 	// controller-runtime's temporary directory when empty.
 	CertDir string `json:"certDir" yaml:"certDir" mapstructure:"certDir"`
+	// ClientCAFile, when set, is a PEM file of the CAs that sign the
+	// client certificate every caller of the webhooks must present: only
+	// the API server, set up to present one (docs/security.md), may ask
+	// for decisions and so spend quota. Read at start.
+	ClientCAFile string `json:"clientCAFile" yaml:"clientCAFile" mapstructure:"clientCAFile"`
+	// ClientCN, with ClientCAFile, is the common name the caller's
+	// certificate must carry; "" accepts any certificate the CAs signed.
+	ClientCN string `json:"clientCN" yaml:"clientCN" mapstructure:"clientCN"`
 	// MaxInFlightBytes bounds the bytes of admission requests decided at
 	// once; beyond it a request waits briefly, then is refused with 429.
 	MaxInFlightBytes int `json:"maxInFlightBytes" yaml:"maxInFlightBytes" mapstructure:"maxInFlightBytes"`

@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
+)
 
 // Key describes one configuration key.
 type Key struct {
@@ -42,6 +46,12 @@ var Keys = []Key{
 	{Name: "webhook.maxInFlightBytes", Kind: "an integer", Env: []string{"MANDATE_WEBHOOK_MAX_IN_FLIGHT_BYTES"}, Type: "bytes, at least 1 MiB (1048576)",
 		Default: DefaultMaxInFlightBytes, Flag: "max-in-flight-bytes",
 		Usage: "bytes of admission requests decided at once; beyond it a request waits up to 1s, then is refused with 429"},
+	{Name: "webhook.clientCAFile", Kind: "a string", Env: []string{"MANDATE_WEBHOOK_CLIENT_CA_FILE"}, Type: "a PEM file of CA certificates",
+		Default: "", Flag: "client-ca-file",
+		Usage: "accept admission requests only over TLS with a client certificate these CAs signed (the API server's; see docs/security.md); \"\" accepts any caller"},
+	{Name: "webhook.clientCN", Kind: "a string", Env: []string{"MANDATE_WEBHOOK_CLIENT_CN"}, Type: "a certificate common name",
+		Default: "", Flag: "client-cn",
+		Usage: "with client-ca-file, the common name the caller's certificate must carry (the chart: kube-apiserver); \"\" accepts any the CAs signed"},
 	{Name: "healthAddr", Kind: "a string", Env: []string{"MANDATE_HEALTH_ADDR"}, Type: `an address host:port, or "0" to disable`,
 		Default: DefaultHealthAddr, Flag: "health-addr",
 		Usage: "address of /healthz and /readyz (\"0\" disables)"},
@@ -138,7 +148,7 @@ var Keys = []Key{
 	{Name: "sync.mode", Kind: "a string", Env: []string{"MANDATE_SYNC_MODE"}, Type: `"apply" or "report"`,
 		Default: SyncApply, Flag: "sync-mode",
 		Usage: "\"apply\" corrects drift; \"report\" only counts it (mandate_sync_drift_objects) and logs each difference"},
-	{Name: "sync.schedulers", Kind: "a list of strings", Env: []string{"MANDATE_SYNC_SCHEDULERS"}, Type: "volcano, kai, kueue, comma-separated in env and flags",
+	{Name: "sync.schedulers", Kind: "a list of strings", Env: []string{"MANDATE_SYNC_SCHEDULERS"}, Type: strings.Join(facts.SyncNames(), ", ") + ", comma-separated in env and flags",
 		Default: []string(nil), Flag: "sync-schedulers",
 		Usage: "schedulers to configure (default: those the model's tenants use)"},
 	{Name: "certs.mode", Kind: "a string", Env: []string{"MANDATE_CERTS_MODE"}, Type: `"files" or "selfSigned"`,

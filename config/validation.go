@@ -1,17 +1,21 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // FieldError is a bad value of one key: Key names it, Msg says what was
@@ -44,6 +48,7 @@ func (s Serve) Validate() error {
 	if s.Webhook.CertDir != "" && s.Certs.Mode != CertsSelfSigned {
 		errs = append(errs, validateCertDir(s.Webhook.CertDir)...)
 	}
+	errs = append(errs, validateClientAuth(s.Webhook)...)
 	errs = append(errs, validateAddr("healthAddr", s.HealthAddr), validateAddr("metricsAddr", s.MetricsAddr),
 		validateAddr("pprofAddr", s.PprofAddr))
 	if s.GCPercent < MinGCPercent || s.GCPercent > MaxGCPercent {
@@ -251,10 +256,32 @@ func (y Sync) validate() []error {
 	if y.Mode != SyncApply && y.Mode != SyncReport {
 		errs = append(errs, fieldErr("sync.mode", "%q is not a mode (\"apply\" or \"report\")", y.Mode))
 	}
+	known := facts.SyncNames()
 	for _, s := range y.Schedulers {
-		if s != "volcano" && s != "kai" && s != "kueue" {
-			errs = append(errs, fieldErr("sync.schedulers", "%q is not a scheduler sync configures (volcano, kai, kueue)", s))
+		if !slices.Contains(known, s) {
+			errs = append(errs, fieldErr("sync.schedulers", "%q is not a scheduler sync configures (%s)", s, strings.Join(known, ", ")))
 		}
 	}
 	return errs
+}
+
+// validateClientAuth checks that webhook.clientCAFile, when set, is a
+// readable PEM file holding at least one certificate, and that
+// webhook.clientCN is set only with it: a common name alone would check
+// nothing.
+func validateClientAuth(w Webhook) []error {
+	if w.ClientCAFile == "" {
+		if w.ClientCN != "" {
+			return []error{fieldErr("webhook.clientCN", "%q needs webhook.clientCAFile (the CAs that sign the caller's certificate)", w.ClientCN)}
+		}
+		return nil
+	}
+	pem, err := os.ReadFile(w.ClientCAFile)
+	if err != nil {
+		return []error{fieldErr("webhook.clientCAFile", "unable to read %s: %v (a PEM file of the CAs that sign the API server's client certificate)", w.ClientCAFile, err)}
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return []error{fieldErr("webhook.clientCAFile", "%s holds no PEM certificate", w.ClientCAFile)}
+	}
+	return nil
 }

@@ -80,9 +80,9 @@ type Explanation struct {
 }
 
 // Directives tell the tenant's scheduler what the authority model wants; the
-// scheduler adapters in webhook/ decide how each scheduler is told.
+// scheduler adapters in scheduler/ decide how each scheduler is told.
 type Directives struct {
-	// Scheduler is "volcano", "kai" or "default".
+	// Scheduler is a registered scheduler's name (scheduler/facts).
 	Scheduler     string `json:"scheduler"`
 	Queue         string `json:"queue"`
 	PriorityClass string `json:"priorityClass"`

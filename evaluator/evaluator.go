@@ -79,7 +79,7 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	m, err := model.FromData(p.Data)
+	m, err := modelOf(p)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +119,15 @@ func New(ctx context.Context, p *Policy, opts Options) (*Evaluator, error) {
 	return e, nil
 }
 
+// modelOf is the policy's authority model: the one decoded at its
+// activation, else decoded now.
+func modelOf(p *Policy) (model.Model, error) {
+	if p.Model == nil {
+		return model.FromData(p.Data)
+	}
+	return *p.Model, p.Model.Usable()
+}
+
 // noMetrics discards OPA's per-evaluation metrics.
 var noMetrics = metrics.NoOp()
 
@@ -133,9 +142,8 @@ func (e *Evaluator) Revision() string { return e.revision }
 // Model is the Go-side view of the authority model.
 func (e *Evaluator) Model() model.Model { return e.model }
 
-// Data is the policy's data document (the authority model among it), for
-// readers of parts Model does not carry, such as the scheduler sync. It is
-// shared: callers must not modify it.
+// Data is the policy's data document (the authority model among it, which
+// Go reads through Model). It is shared: callers must not modify it.
 func (e *Evaluator) Data() map[string]any { return e.data }
 
 // Decide evaluates the authority model for one workload.

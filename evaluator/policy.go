@@ -7,6 +7,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // Policy is a set of Rego modules and the data beside them: the authority
@@ -17,6 +19,10 @@ type Policy struct {
 	Revision string
 	Modules  map[string]*ast.Module
 	Data     map[string]any
+	// Model is Data's authority model (data.mandate.model), when it has
+	// been decoded already (bundle activation decodes and checks it once);
+	// nil: New decodes it.
+	Model *model.Model
 }
 
 // LoadPaths reads Rego and data files (JSON, YAML) from the given files or

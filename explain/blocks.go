@@ -31,7 +31,7 @@ var busyCeiling = regexp.MustCompile(`tenant (\S+) uses (\d+) of its (\d+) (\S+)
 // that would unblock a workload.
 type holders struct {
 	byTenant map[string][]holder
-	parents  map[string]string
+	model    model.Model
 	// unhealthy are the nodes marked unhealthy, by name.
 	unhealthy []sick
 	// pods are the GPU-holding pods, and domains each node's domain keys.
@@ -60,7 +60,7 @@ type holder struct {
 }
 
 func holdersOf(inv *audit.Inventory, m model.Model) holders {
-	h := holders{byTenant: map[string][]holder{}, parents: m.Parents(), domains: map[string][]string{}}
+	h := holders{byTenant: map[string][]holder{}, model: m, domains: map[string][]string{}}
 	tenantOf := map[string]string{}
 	for _, ns := range inv.Namespaces {
 		tenantOf[ns.GetName()] = ns.GetLabels()["mandate.dev/tenant"]
@@ -124,11 +124,8 @@ func holdersOf(inv *audit.Inventory, m model.Model) holders {
 func (h holders) under(tenant string) []holder {
 	var out []holder
 	for t, list := range h.byTenant {
-		for a, depth := t, 0; a != "" && depth < model.MaxDepth; a, depth = h.parents[a], depth+1 {
-			if a == tenant {
-				out = append(out, list...)
-				break
-			}
+		if slices.Contains(h.model.Chain(t), tenant) {
+			out = append(out, list...)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

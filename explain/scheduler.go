@@ -15,19 +15,22 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
-// The scheduler kinds explain reads, through unstructured objects.
-var (
-	VolcanoPodGroupGVK = schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"}
-	VolcanoQueueGVK    = schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "Queue"}
-	KAIPodGroupGVK     = schema.GroupVersionKind{Group: "scheduling.run.ai", Version: "v2alpha2", Kind: "PodGroup"}
-	KAIQueueGVK        = schema.GroupVersionKind{Group: "scheduling.run.ai", Version: "v2", Kind: "Queue"}
-	KueueWorkloadGVK   = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
-)
-
-// SchedulerKinds are the kinds of SchedulerState.
-var SchedulerKinds = []schema.GroupVersionKind{VolcanoPodGroupGVK, VolcanoQueueGVK, KAIPodGroupGVK, KAIQueueGVK, KueueWorkloadGVK}
+// SchedulerKinds are the kinds of SchedulerState, from the registry
+// (package facts): each scheduler's PodGroups or Workloads, and its queues
+// when they are cluster-scoped.
+func SchedulerKinds() []facts.Kind {
+	var out []facts.Kind
+	for _, s := range facts.All() {
+		out = append(out, s.GroupKinds...)
+		if q := s.QueueKind; q != nil && !q.Namespaced {
+			out = append(out, q.Kind)
+		}
+	}
+	return out
+}
 
 // SchedulerState is what the schedulers say: their objects, and which of
 // their kinds the cluster serves (a kind not served is simply not shown;
@@ -58,11 +61,12 @@ func ReadSchedulerState(r io.Reader) (*SchedulerState, error) {
 // queue) from an API server; kinds it does not serve are left out.
 func ListSchedulerState(ctx context.Context, c client.Reader, namespace string) (*SchedulerState, error) {
 	s := &SchedulerState{Served: map[schema.GroupVersionKind]bool{}}
-	for _, gvk := range SchedulerKinds {
+	for _, k := range SchedulerKinds() {
+		gvk := k.GVK
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		var opts []client.ListOption
-		if gvk.Kind != "Queue" {
+		if k.Namespaced {
 			opts = append(opts, client.InNamespace(namespace))
 		}
 		if err := c.List(ctx, list, opts...); err != nil {
@@ -82,8 +86,8 @@ func ListSchedulerState(ctx context.Context, c client.Reader, namespace string) 
 }
 
 func isSchedulerKind(gvk schema.GroupVersionKind) bool {
-	for _, k := range SchedulerKinds {
-		if k == gvk {
+	for _, k := range SchedulerKinds() {
+		if k.GVK == gvk {
 			return true
 		}
 	}
@@ -116,27 +120,23 @@ func schedulerView(obj *unstructured.Unstructured, d *evaluator.Directives, st *
 	var out []SchedulerObject
 	for _, o := range st.Objects {
 		gvk := o.GroupVersionKind()
-		if gvk.Kind == "Queue" || o.GetNamespace() != obj.GetNamespace() || !about(o, obj) {
+		if _, _, queue := facts.QueueKindOf(gvk.GroupKind()); queue || o.GetNamespace() != obj.GetNamespace() || !about(o, obj) {
 			continue
 		}
 		so := SchedulerObject{Kind: gvk.Kind, Group: gvk.Group, Name: o.GetName(), Conditions: conditions(o)}
 		so.Phase, _, _ = unstructured.NestedString(o.Object, "status", "phase")
 		out = append(out, so)
 	}
-	if q, gvk := queueOf(obj, d); q != "" && st.Served[gvk] {
+	if q, qk := queueOf(obj, d); q != "" && st.Served[qk.GVK] {
+		gvk := qk.GVK
 		so := SchedulerObject{Kind: "Queue", Group: gvk.Group, Name: q, Missing: true}
 		for _, o := range st.Objects {
 			if o.GroupVersionKind() == gvk && o.GetName() == q {
 				so.Missing = false
 				so.Phase, _, _ = unstructured.NestedString(o.Object, "status", "state")
 				so.Conditions = conditions(o)
-				if gvk == VolcanoQueueGVK {
-					so.Capacity = render(o.Object, "spec", "capability")
-					so.Allocated = render(o.Object, "status", "allocated")
-				} else {
-					so.Capacity = "gpu " + render(o.Object, "spec", "resources", "gpu")
-					so.Allocated = render(o.Object, "status", "allocated")
-				}
+				so.Capacity = qk.CapacityPrefix + render(o.Object, qk.CapacityPath...)
+				so.Allocated = render(o.Object, "status", "allocated")
 			}
 		}
 		out = append(out, so)
@@ -145,26 +145,28 @@ func schedulerView(obj *unstructured.Unstructured, d *evaluator.Directives, st *
 }
 
 // queueOf is the queue the workload is told to use and its kind: the
-// directives' (when admitted) or the queue keys it carries.
-func queueOf(obj *unstructured.Unstructured, d *evaluator.Directives) (string, schema.GroupVersionKind) {
-	scheduler, queue := "", ""
-	if d != nil {
-		scheduler, queue = d.Scheduler, d.Queue
+// directives' (when admitted) or the queue keys it carries, for the
+// schedulers whose queues are cluster-scoped.
+func queueOf(obj *unstructured.Unstructured, d *evaluator.Directives) (string, facts.QueueKind) {
+	if d != nil && d.Queue != "" {
+		if s, ok := facts.Lookup(d.Scheduler); ok && s.QueueKind != nil && !s.QueueKind.Namespaced {
+			return d.Queue, *s.QueueKind
+		}
+		return "", facts.QueueKind{}
 	}
-	if queue == "" {
-		if q := obj.GetAnnotations()["scheduling.volcano.sh/queue-name"]; q != "" {
-			scheduler, queue = "volcano", q
-		} else if q := obj.GetLabels()["kai.scheduler/queue"]; q != "" {
-			scheduler, queue = "kai", q
+	for _, s := range facts.All() {
+		if s.QueueKind == nil || s.QueueKind.Namespaced {
+			continue
+		}
+		from := obj.GetAnnotations()
+		if s.Queue.IsLabel() {
+			from = obj.GetLabels()
+		}
+		if q := from[s.Queue.Name]; q != "" {
+			return q, *s.QueueKind
 		}
 	}
-	switch scheduler {
-	case "volcano":
-		return queue, VolcanoQueueGVK
-	case "kai":
-		return queue, KAIQueueGVK
-	}
-	return "", schema.GroupVersionKind{}
+	return "", facts.QueueKind{}
 }
 
 // about says whether o (a PodGroup or Workload) belongs to obj.
@@ -217,14 +219,14 @@ func schedulerBlocks(view []SchedulerObject) []Block {
 	var out []Block
 	for _, o := range view {
 		switch {
-		case o.Kind == "Queue" && o.Missing:
+		case isQueue(o) && o.Missing:
 			out = append(out, Block{Dimension: "scheduler", Code: "QUEUE_MISSING",
 				Message: fmt.Sprintf("queue %s (%s) does not exist: the scheduler never runs work that names it", o.Name, o.Group),
 				Limit:   "the queue must exist", Current: "missing",
 				Unblock: fmt.Sprintf("create queue %s: mandate sync applies the model's queues", o.Name)})
-		case o.Kind == "Queue" && o.Group == VolcanoQueueGVK.Group && o.Phase != "" && o.Phase != "Open":
+		case isQueue(o) && queueHasState(o) && o.Phase != "" && o.Phase != "Open":
 			out = append(out, Block{Dimension: "scheduler", Code: "QUEUE_CLOSED",
-				Message: fmt.Sprintf("Volcano queue %s is %s: it admits no new work", o.Name, o.Phase),
+				Message: fmt.Sprintf("%s queue %s is %s: it admits no new work", queueTitle(o), o.Name, o.Phase),
 				Limit:   "state Open", Current: "state " + o.Phase,
 				Unblock: fmt.Sprintf("open queue %s (vcctl queue operate --name %s --action open, or mandate sync)", o.Name, o.Name)})
 		case o.Kind == "PodGroup":
@@ -238,4 +240,23 @@ func schedulerBlocks(view []SchedulerObject) []Block {
 		}
 	}
 	return out
+}
+
+// isQueue reports whether o is a registered scheduler's queue.
+func isQueue(o SchedulerObject) bool {
+	_, _, ok := facts.QueueKindOf(schema.GroupKind{Group: o.Group, Kind: o.Kind})
+	return ok
+}
+
+// queueHasState reports whether o is a queue that admits work only while
+// Open (facts.QueueKind.HasState).
+func queueHasState(o SchedulerObject) bool {
+	q, _, _ := facts.QueueKindOf(schema.GroupKind{Group: o.Group, Kind: o.Kind})
+	return q.HasState
+}
+
+// queueTitle names the scheduler of queue o.
+func queueTitle(o SchedulerObject) string {
+	_, s, _ := facts.QueueKindOf(schema.GroupKind{Group: o.Group, Kind: o.Kind})
+	return s.Title
 }

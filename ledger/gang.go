@@ -50,7 +50,7 @@ func (l *Ledger) ClaimGangPod(ownerUID, tenant, key string, size int, ttl time.D
 		pending[key] = claim{tenant: tenant, expires: now.Add(ttl)}
 		return true, false
 	}
-	if l.owned[ownerUID]+len(pending) >= size {
+	if l.owned[ownedKey(tenant, ownerUID)]+len(pending) >= size {
 		return false, false
 	}
 	if key == "" {
@@ -62,6 +62,23 @@ func (l *Ledger) ClaimGangPod(ownerUID, tenant, key string, size int, ttl time.D
 	}
 	pending[key] = claim{tenant: tenant, expires: now.Add(ttl)}
 	return true, true
+}
+
+// ownedKey keys Ledger.owned: the tenant of a gang's counted pods and the
+// owner's UID. A pod's gang owner may be named by an annotation its
+// creator could write (workload.AnnotationGangOwner), and a gang's pods
+// are always of its own namespace, so its tenant: a pod of another
+// tenant naming an owner counts under that tenant's key and never takes
+// the owner's slots.
+func ownedKey(tenant, ownerUID string) string { return tenant + "\x00" + ownerUID }
+
+// countOwned adds sign to the counted pods of tenant under ownerUID.
+// Callers hold the lock.
+func (l *Ledger) countOwned(tenant, ownerUID string, sign int) {
+	k := ownedKey(tenant, ownerUID)
+	if l.owned[k] += sign; l.owned[k] <= 0 {
+		delete(l.owned, k)
+	}
 }
 
 // treeClaims adds the unexpired gang claims of root's tree to out, as

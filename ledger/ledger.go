@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -82,9 +83,10 @@ type Ledger struct {
 	// until the pod is deleted.
 	consumed   map[string]map[string]int
 	attributed map[string]attribution
-	// owned counts the counted pods of each controller (by UID), and
-	// claims the gang pods admitted on their owner's directives that are
-	// not seen yet (owner UID → claim key → claim): see ClaimGangPod.
+	// owned counts the counted pods of each controller, by the pods'
+	// tenant and the owner's UID (ownedKey), and claims the gang pods
+	// admitted on their owner's directives that are not seen yet (owner
+	// UID → claim key → claim): see ClaimGangPod.
 	owned  map[string]int
 	claims map[string]map[string]claim
 	// nodeProduct is each node's GPU product, onNode the counted pods
@@ -154,6 +156,8 @@ func (l *Ledger) setTenant(ns, tenant string) {
 		if e.namespace == ns {
 			l.apply(old, e, -1)
 			l.apply(tenant, e, +1)
+			l.countOwned(old, e.owner, -1)
+			l.countOwned(tenant, e.owner, +1)
 		}
 	}
 	if tenant == "" {
@@ -197,7 +201,7 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		l.confirmClaim(pod, next.owner)
 		l.pods[key] = next
 		l.index(key, next, +1)
-		l.owned[next.owner]++
+		l.countOwned(l.nsTenant[next.namespace], next.owner, +1)
 		l.apply(l.nsTenant[next.namespace], next, +1)
 	}
 }
@@ -211,9 +215,7 @@ func (l *Ledger) forget(key string) {
 	l.apply(l.nsTenant[old.namespace], old, -1)
 	l.index(key, old, -1)
 	delete(l.pods, key)
-	if l.owned[old.owner]--; l.owned[old.owner] <= 0 {
-		delete(l.owned, old.owner)
-	}
+	l.countOwned(l.nsTenant[old.namespace], old.owner, -1)
 }
 
 // DeletePod stops counting a pod.
@@ -301,25 +303,35 @@ func (l *Ledger) TenantOf(namespace string) string {
 	return l.nsTenant[namespace]
 }
 
-// Scheduler keys that state a pod's preemptibility; Mandate's adapters set
-// them from the decision, so they take precedence over the class's tier.
-const (
-	// LabelPreemptible is set by Mandate on every pod template it governs.
-	LabelPreemptible         = "mandate.dev/preemptible"
-	labelKAIPreemptibility   = "kai.scheduler/preemptibility"
-	annotationVolcanoPreempt = "volcano.sh/preemptable"
-)
+// LabelPreemptible is set by Mandate on every pod template it governs; it
+// and the schedulers' preemptibility keys (facts.PreemptibilityKeys) that
+// Mandate's adapters set from the decision take precedence over the
+// class's tier.
+const LabelPreemptible = "mandate.dev/preemptible"
 
+// explicitPreemptibility is 1 when the pod says it is preemptible, -1 when
+// it says it is not, 0 when it says nothing; Mandate's label first, then
+// any scheduler's key, preemptible winning.
 func explicitPreemptibility(pod *corev1.Pod) int8 {
-	switch {
-	case pod.Labels[LabelPreemptible] == "true":
+	switch pod.Labels[LabelPreemptible] {
+	case "true":
 		return 1
-	case pod.Labels[LabelPreemptible] == "false":
-		return -1
-	case pod.Labels[labelKAIPreemptibility] == "preemptible", pod.Annotations[annotationVolcanoPreempt] == "true":
-		return 1
-	case pod.Labels[labelKAIPreemptibility] == "non-preemptible", pod.Annotations[annotationVolcanoPreempt] == "false":
+	case "false":
 		return -1
 	}
-	return 0
+	var said int8
+	for _, k := range facts.PreemptibilityKeys() {
+		from := pod.Annotations
+		if k.IsLabel() {
+			from = pod.Labels
+		}
+		switch v, ok := from[k.Name]; {
+		case !ok:
+		case v == k.Preemptible:
+			return 1
+		case v == k.NonPreemptible:
+			said = -1
+		}
+	}
+	return said
 }

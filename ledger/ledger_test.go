@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/topology/topologytest"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -63,7 +64,7 @@ func TestExplicitPreemptibilityWins(t *testing.T) {
 	l := New(testConfig)
 	l.UpsertNamespace(ns("p", "product"))
 	l.UpsertPod(gpuPod("p", "a", "build", 8, corev1.PodRunning, map[string]string{LabelPreemptible: "true"}))
-	l.UpsertPod(gpuPod("p", "b", "train", 2, corev1.PodRunning, map[string]string{labelKAIPreemptibility: "non-preemptible"}))
+	l.UpsertPod(gpuPod("p", "b", "train", 2, corev1.PodRunning, map[string]string{facts.KAI.Preemptibility.Name: facts.KAI.Preemptibility.NonPreemptible}))
 	require.Equal(t, Usage{Total: 10, NonPreemptible: 2}, l.Usage("product")["product"]["nvidia.com/gpu"])
 }
 

@@ -161,6 +161,45 @@ func TestGangPodClaims(t *testing.T) {
 	require.False(t, added, "a request claiming again takes no new slot")
 }
 
+// TestForgedGangOwnerTakesNoSlot: a pod of another tenant whose creator
+// wrote the gang-owner annotation naming an admitted owner counts under
+// its own tenant, and never takes the owner's pod slots; so does one of
+// a namespace without a tenant.
+func TestForgedGangOwnerTakesNoSlot(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	l.UpsertNamespace(ns("r", "research"))
+	l.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "scratch"}})
+	const owner, size = "pytorchjob-uid", 2
+	forge := func(namespace, name string) {
+		pod := gpuPod(namespace, name, "build", 8, corev1.PodPending, nil)
+		pod.Annotations = map[string]string{workload.AnnotationGangOwner: `{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","name":"llm","uid":"` + owner + `"}`}
+		l.UpsertPod(pod)
+	}
+	forge("r", "forged-1")
+	forge("r", "forged-2")
+	forge("scratch", "forged-3")
+	for i, key := range []string{RequestKey("p", "w1"), RequestKey("p", "w2")} {
+		ok, _ := l.ClaimGangPod(owner, "product", key, size, time.Minute)
+		require.True(t, ok, "the owner's own pod %d finds its slot", i)
+	}
+	ok, _ := l.ClaimGangPod(owner, "product", RequestKey("p", "w3"), size, time.Minute)
+	require.False(t, ok, "beyond the admitted size")
+
+	// Moving a namespace between tenants moves its pods' counts with it.
+	l2 := New(testConfig)
+	l2.UpsertNamespace(ns("r", "research"))
+	forge2 := gpuPod("r", "forged", "build", 8, corev1.PodPending, nil)
+	forge2.Annotations = map[string]string{workload.AnnotationGangOwner: `{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","name":"llm","uid":"` + owner + `"}`}
+	l2.UpsertPod(forge2)
+	l2.UpsertNamespace(ns("r", "product"))
+	ok, _ = l2.ClaimGangPod(owner, "product", RequestKey("p", "w1"), 1, time.Minute)
+	require.False(t, ok, "once its namespace is the owner's tenant's, the pod counts in the owner's slots")
+	l2.DeletePod("r", "forged")
+	ok, _ = l2.ClaimGangPod(owner, "product", RequestKey("p", "w1"), 1, time.Minute)
+	require.True(t, ok, "and leaves them when deleted")
+}
+
 // TestGangClaimsAreTreeEntries: gang claims are listed among a tree's
 // reservations, so a shared ledger stores them, and a replica that reads
 // them back counts their slots as taken.

@@ -1,7 +1,15 @@
-// Package model is the Go view of the authority model: the part of the
-// policy data (data.mandate.model) that Go needs outside Rego — the
-// topology levels that shape the cluster model, and the tenant hierarchy
-// and priority tiers that shape the quota ledger. It imports no OPA, so the
+// Package model is the authority model (data.mandate.model, the policies'
+// data.json) as one Go type, decoded once per policy revision — when a
+// bundle or directory is activated (package bundles) or an evaluator is
+// built — and read by every Go reader of the model: the cluster state and
+// the quota ledger (topology levels, tenant hierarchy, tiers), the
+// scheduler sync (tenants' quota, classes, scheduler and queue, the quota
+// policy and the preemption rules), the model checker (every fact it
+// checks beyond the schema), and the cluster report, explain and the
+// authority metrics (guarantees and ceilings per resource and GPU
+// product). The facts derived from the model — a tenant's chain, the
+// scheduler and priority classes it inherits, its quota per resource and
+// product — are methods here, defined once. It imports no OPA, so the
 // cluster state and the ledger depend on the model, not on the evaluator.
 package model
 
@@ -20,34 +28,62 @@ import (
 // hierarchy before any of them sees it.
 const MaxDepth = 6
 
-// Model is the part of the authority model (data.mandate.model) the Go side
-// needs outside Rego: topology levels for the cluster model, the tenant
-// hierarchy and tiers for the quota ledger, and what shapes the
-// schedulers' configuration (package schedsync): each tenant's quota,
-// classes, scheduler and queue, the quota policy and the preemption rules.
+// Model is the authority model, every field of
+// policies/schema/model.schema.json ($schema aside). Rego decides with the
+// same document as data.mandate.model.
 type Model struct {
-	Tenants     map[string]Tenant `json:"tenants"`
-	Priorities  map[string]Tier   `json:"priorities"`
-	QuotaPolicy struct {
-		// OverGuarantee is what work above a tenant's guarantee is:
-		// "preemptible" makes it reclaimable by other tenants.
-		OverGuarantee string `json:"overGuarantee"`
-	} `json:"quotaPolicy"`
-	Preemption struct {
-		// MayPreempt lists, per tier, the tiers it may preempt.
-		MayPreempt map[string][]string `json:"mayPreempt"`
-	} `json:"preemption"`
-	Topology struct {
-		Name   string           `json:"name"`
-		Levels []topology.Level `json:"levels"`
-		Health Health           `json:"health"`
-	} `json:"topology"`
+	// Org is the organisation's name, for people.
+	Org     string            `json:"org"`
+	Tenants map[string]Tenant `json:"tenants"`
+	// Priorities are the priority tiers by PriorityClass name.
+	Priorities map[string]Tier `json:"priorities"`
+	// ClassDefaults maps a workload class (training, batch, interactive,
+	// inference) to the priority class of a workload that names none.
+	ClassDefaults map[string]string `json:"classDefaults"`
+	QuotaPolicy   QuotaPolicy       `json:"quotaPolicy"`
+	Preemption    Preemption        `json:"preemption"`
+	Topology      Topology          `json:"topology"`
 	// DeviceClasses maps DRA DeviceClass names to the quota resource a
 	// device of the class counts as (see DeviceResource).
 	DeviceClasses map[string]string `json:"deviceClasses"`
 	// GPUMemoryMiB is each GPU resource's device memory: a KAI gpu-memory
 	// pod counts, and is placed, as its memory's share of a device.
 	GPUMemoryMiB topology.GPUMemory `json:"gpuMemoryMiB"`
+	// Enforcement maps a dimension or a violation code to its action
+	// (deny, warn, dryrun).
+	Enforcement map[string]string `json:"enforcement"`
+}
+
+// QuotaPolicy says what work above a tenant's guarantee is.
+type QuotaPolicy struct {
+	// OverGuarantee is what work above a tenant's guarantee is:
+	// "preemptible" makes it reclaimable by other tenants.
+	OverGuarantee string `json:"overGuarantee"`
+}
+
+// Preemption says who may preempt whom.
+type Preemption struct {
+	// MayPreempt lists, per tier, the tiers it may preempt.
+	MayPreempt map[string][]string `json:"mayPreempt"`
+	// GangsWhole: a gang is preempted whole or not at all.
+	GangsWhole bool `json:"gangsWhole"`
+}
+
+// Topology is the cluster's topology: its levels (widest first), which
+// nodes are unhealthy, and which level a gang must share.
+type Topology struct {
+	Name   string           `json:"name"`
+	Levels []topology.Level `json:"levels"`
+	Health Health           `json:"health"`
+	Rules  []TopologyRule   `json:"rules"`
+}
+
+// TopologyRule is one rule of topology.rules: a gang of at most MaxGPUs
+// (nil: any size) must share a Required domain and prefers a Preferred one.
+type TopologyRule struct {
+	MaxGPUs   *int   `json:"maxGPUs"`
+	Required  string `json:"required"`
+	Preferred string `json:"preferred"`
 }
 
 // DefaultDeviceClasses are the DRA DeviceClasses counted as GPUs without
@@ -94,15 +130,23 @@ func (m Model) TopologyConfig() topology.Config {
 	}
 }
 
-// Tenant is one tenant of the model, as far as Go needs it. Quota stays
-// raw: Rego decides with it, and schedsync reads its shape (Spec.Quotas).
+// Tenant is one tenant of the model.
 type Tenant struct {
-	Parent          string          `json:"parent"`
-	Description     string          `json:"description"`
-	Quota           json.RawMessage `json:"quota"`
-	PriorityClasses []string        `json:"priorityClasses"`
-	Scheduler       string          `json:"scheduler"`
-	Queue           string          `json:"queue"`
+	// Parent is the tenant above this one; "" for a root.
+	Parent      string `json:"parent"`
+	Description string `json:"description"`
+	// Quota is the tenant's quota by GPU resource (nvidia.com/gpu,
+	// nvidia.com/mig-1g.10gb).
+	Quota map[string]Quota `json:"quota"`
+	// PriorityClasses are the tiers the tenant's work may run at. nil (the
+	// key absent) inherits the nearest ancestor's list; an empty list
+	// allows none. See AllowedClasses.
+	PriorityClasses []string `json:"priorityClasses"`
+	// Scheduler runs the tenant's work; "" inherits (see SchedulerOf).
+	Scheduler string `json:"scheduler"`
+	// Queue is the scheduler queue of the tenant's work; "" is the
+	// tenant's name (see QueueName).
+	Queue string `json:"queue"`
 }
 
 // Tier is one priority class of the model.
@@ -112,48 +156,57 @@ type Tier struct {
 	Description string `json:"description"`
 }
 
-// Parents maps each tenant to its parent ("" for a root).
-func (m Model) Parents() map[string]string {
-	out := make(map[string]string, len(m.Tenants))
-	for name, t := range m.Tenants {
-		out[name] = t.Parent
-	}
-	return out
-}
-
-// PreemptibleClasses lists which priority classes are preemptible tiers.
-func (m Model) PreemptibleClasses() map[string]bool {
-	out := make(map[string]bool, len(m.Priorities))
-	for name, t := range m.Priorities {
-		out[name] = t.Preemptible
-	}
-	return out
-}
-
-// FromData reads data.mandate.model out of a policy's data.
-func FromData(data map[string]any) (Model, error) {
-	var m Model
+// Document is data.mandate.model of a policy's data, as decoded JSON; ok
+// false when there is none.
+func Document(data map[string]any) (doc any, ok bool) {
 	mandate, _ := data["mandate"].(map[string]any)
-	raw, ok := mandate["model"]
-	if !ok {
-		return m, fmt.Errorf("policy data has no mandate.model: the authority model is missing")
-	}
-	b, err := json.Marshal(raw)
+	doc, ok = mandate["model"]
+	return doc, ok
+}
+
+// Decode reads an authority model document (decoded JSON: maps, slices,
+// strings, bools and numbers) into the Model, checking types only: a
+// value of the wrong type is an error, a model that breaks the model's
+// rules is not (package modelcheck says what is wrong with it).
+func Decode(doc any) (Model, error) {
+	var m Model
+	b, err := json.Marshal(doc)
 	if err != nil {
 		return m, fmt.Errorf("unable to read mandate.model: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("mandate.model is malformed: %w", err)
 	}
-	for name, t := range m.Tenants {
-		if t.Parent != "" {
-			if _, ok := m.Tenants[t.Parent]; !ok {
-				return m, fmt.Errorf("mandate.model.tenants.%s.parent names unknown tenant %q", name, t.Parent)
+	return m, nil
+}
+
+// FromData reads data.mandate.model out of a policy's data: Decode, and
+// Usable.
+func FromData(data map[string]any) (Model, error) {
+	doc, ok := Document(data)
+	if !ok {
+		return Model{}, fmt.Errorf("policy data has no mandate.model: the authority model is missing")
+	}
+	m, err := Decode(doc)
+	if err != nil {
+		return m, err
+	}
+	return m, m.Usable()
+}
+
+// Usable checks what every reader of a decoded model relies on: each
+// parent is a tenant, and the topology has levels. (The model checker
+// checks much more, and says where; a model it passes is usable.)
+func (m Model) Usable() error {
+	for _, name := range m.TenantNames() {
+		if p := m.Tenants[name].Parent; p != "" {
+			if _, ok := m.Tenants[p]; !ok {
+				return fmt.Errorf("mandate.model.tenants.%s.parent names unknown tenant %q", name, p)
 			}
 		}
 	}
 	if len(m.Topology.Levels) == 0 {
-		return m, fmt.Errorf("mandate.model.topology.levels is empty: the cluster's topology levels must be configured")
+		return fmt.Errorf("mandate.model.topology.levels is empty: the cluster's topology levels must be configured")
 	}
-	return m, nil
+	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // ErrInvalidModel is wrapped by the error Validate returns for a model with
@@ -67,8 +69,17 @@ func (e *Error) Unwrap() error { return ErrInvalidModel }
 // as decoded JSON: maps, slices, strings, bools, and numbers as float64 or
 // json.Number), sorted by path; none for a sound model.
 func Check(doc any) []Problem {
+	m, _ := decode(doc)
+	return CheckDecoded(doc, m)
+}
+
+// CheckDecoded is Check of a document already decoded into the one typed
+// model (model.Decode), as bundle activation decodes it once: the schema
+// checks doc, where every problem has its JSON path, and the checks beyond
+// it read m; m nil (doc does not decode) leaves the schema's problems.
+func CheckDecoded(doc any, m *model.Model) []Problem {
 	problems := validateSchema(doc)
-	if m, ok := decode(doc); ok {
+	if m != nil {
 		var semantic []Problem
 		for _, c := range checks {
 			r := &reporter{check: c.name}
@@ -102,33 +113,59 @@ func Check(doc any) []Problem {
 // CheckData checks the authority model of a policy's data (its
 // mandate.model); a problem at the root when there is none.
 func CheckData(data map[string]any) []Problem {
-	mandate, _ := data["mandate"].(map[string]any)
-	doc, ok := mandate["model"]
+	doc, ok := model.Document(data)
 	if !ok {
-		return []Problem{{Path: "", Check: "schema", Message: "the policy data has no mandate.model: the authority model (mandate/model/data.json) is missing"}}
+		return []Problem{missing}
 	}
 	return Check(doc)
 }
 
+var missing = Problem{Path: "", Check: "schema", Message: "the policy data has no mandate.model: the authority model (mandate/model/data.json) is missing"}
+
 // Validate is CheckData as an error: an *Error listing the problems, nil for
 // a sound model.
 func Validate(data map[string]any) error {
-	if problems := CheckData(data); len(problems) > 0 {
+	_, err := ReadValid(data)
+	return err
+}
+
+// ReadValid decodes the authority model of a policy's data once and
+// checks it: the model, or an *Error listing its problems. It is how a
+// policy revision's model is read at activation, and handed on
+// (evaluator.Policy.Model) to every Go reader of it.
+func ReadValid(data map[string]any) (model.Model, error) {
+	doc, ok := model.Document(data)
+	if !ok {
+		return model.Model{}, asError([]Problem{missing})
+	}
+	m, decodeErr := model.Decode(doc)
+	typed := &m
+	if decodeErr != nil {
+		typed = nil
+	}
+	if err := asError(CheckDecoded(doc, typed)); err != nil {
+		return model.Model{}, err
+	}
+	if decodeErr != nil {
+		// A type the schema let through: a schema defect, said anyway.
+		return model.Model{}, asError([]Problem{{Check: "schema", Message: decodeErr.Error()}})
+	}
+	return m, nil
+}
+
+func asError(problems []Problem) error {
+	if len(problems) > 0 {
 		return &Error{Problems: problems}
 	}
 	return nil
 }
 
-// decode reads doc into the typed view the checks use. Not ok when a value
-// has the wrong type: the schema reports that, and checks over a half-read
-// model would report problems that are not there.
-func decode(doc any) (*document, bool) {
-	b, err := json.Marshal(doc)
+// decode reads doc into the one typed model the checks read. Not ok when
+// a value has the wrong type: the schema reports that, and checks over a
+// half-read model would report problems that are not there.
+func decode(doc any) (*model.Model, bool) {
+	m, err := model.Decode(doc)
 	if err != nil {
-		return nil, false
-	}
-	var m document
-	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, false
 	}
 	return &m, true

@@ -1,10 +1,12 @@
 package modelcheck
 
+import "github.com/mandate-dev/mandate/model"
+
 // checks are the semantic checks, each named as Problem.Check names it, run
 // in this order over every model that passes the schema's type checks.
 var checks = []struct {
 	name string
-	run  func(*document, *reporter)
+	run  func(*model.Model, *reporter)
 }{
 	{"hierarchy", checkHierarchy},
 	{"quota", checkQuota},

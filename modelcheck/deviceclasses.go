@@ -3,13 +3,14 @@ package modelcheck
 import (
 	"sort"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
 )
 
 // checkDeviceClasses: every DRA DeviceClass the model counts as GPUs maps
 // to a GPU resource (nvidia.com/gpu or a MIG profile), the resources the
 // quota and placement count; "" counts a class as nothing.
-func checkDeviceClasses(d *document, r *reporter) {
+func checkDeviceClasses(d *model.Model, r *reporter) {
 	classes := make([]string, 0, len(d.DeviceClasses))
 	for c := range d.DeviceClasses {
 		classes = append(classes, c)

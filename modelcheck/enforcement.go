@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // Actions are the enforcement actions, as mandate.enforcement.actions has
@@ -21,7 +23,7 @@ var violationCode = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 // violation code, and its value is an action. An entry that is neither
 // would silently never apply, or deny (mandate.enforcement denies for a
 // value it does not know, never weaker).
-func checkEnforcement(d *document, r *reporter) {
+func checkEnforcement(d *model.Model, r *reporter) {
 	for _, k := range sortedKeys(d.Enforcement) {
 		at := path("enforcement", k)
 		if !slices.Contains(Dimensions, k) && !violationCode.MatchString(k) {

@@ -4,13 +4,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
 )
 
 // checkGPUMemory: gpuMemoryMiB maps the memory of devices a gpu-memory pod
 // shares: whole GPUs (nvidia.com/gpu, amd.com/gpu), never a MIG profile,
 // whose slices are not shared by memory, nor a resource that is no GPU.
-func checkGPUMemory(d *document, r *reporter) {
+func checkGPUMemory(d *model.Model, r *reporter) {
 	resources := make([]string, 0, len(d.GPUMemoryMiB))
 	for res := range d.GPUMemoryMiB {
 		resources = append(resources, res)

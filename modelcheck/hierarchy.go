@@ -10,8 +10,8 @@ import (
 // checkHierarchy: every parent is a tenant, no chain of parents loops, and
 // no tenant is deeper than model.MaxDepth (a tenant and its ancestors),
 // the depth every walk up the hierarchy stops at.
-func checkHierarchy(d *document, r *reporter) {
-	names := d.tenantNames()
+func checkHierarchy(d *model.Model, r *reporter) {
+	names := tenantNames(d)
 	for _, name := range names {
 		p := d.Tenants[name].Parent
 		if _, ok := d.Tenants[p]; p != "" && !ok {
@@ -21,14 +21,14 @@ func checkHierarchy(d *document, r *reporter) {
 	}
 	reported := map[string]bool{} // cycles by their first tenant
 	for _, name := range names {
-		if cycle := d.cycleFrom(name); cycle != nil && !reported[cycle[0]] {
+		if cycle := cycleFrom(d, name); cycle != nil && !reported[cycle[0]] {
 			reported[cycle[0]] = true
 			r.add(path("tenants", cycle[0], "parent"), "tenants %s → %s form a cycle of parents; a hierarchy ends in a root tenant (parent \"\")",
 				strings.Join(cycle, " → "), cycle[0])
 		}
 	}
 	for _, name := range names {
-		chain, rooted := d.ancestry(name)
+		chain, rooted := d.Ancestry(name)
 		if !rooted || len(chain) <= model.MaxDepth {
 			continue
 		}
@@ -40,7 +40,7 @@ func checkHierarchy(d *document, r *reporter) {
 // cycleFrom is the cycle of parents reached from name, starting at its
 // smallest tenant and in parent order; nil when following parents from
 // name ends at a root or an unknown tenant.
-func (d *document) cycleFrom(name string) []string {
+func cycleFrom(d *model.Model, name string) []string {
 	index := map[string]int{}
 	var walk []string
 	for t := name; t != ""; t = d.Tenants[t].Parent {
@@ -56,19 +56,4 @@ func (d *document) cycleFrom(name string) []string {
 		walk = append(walk, t)
 	}
 	return nil
-}
-
-// ancestry is the tenant and all its ancestors, nearest first; rooted is
-// false when the walk meets an unknown parent or a cycle (reported by the
-// hierarchy's other checks).
-func (d *document) ancestry(name string) (chain []string, rooted bool) {
-	seen := map[string]bool{}
-	for t := name; t != ""; t = d.Tenants[t].Parent {
-		if _, ok := d.Tenants[t]; !ok || seen[t] {
-			return chain, false
-		}
-		seen[t] = true
-		chain = append(chain, t)
-	}
-	return chain, true
 }

@@ -1,10 +1,12 @@
 package modelcheck
 
+import "github.com/mandate-dev/mandate/model"
+
 // checkPreemption: a preemption rule lets a tier preempt only tiers below
 // it (a lower value) that are preemptible; anything else contradicts the
 // tiers' values or their preemptible flag, and the schedulers, which
 // preempt by value, would not do it (or would do what preemptible forbids).
-func checkPreemption(d *document, r *reporter) {
+func checkPreemption(d *model.Model, r *reporter) {
 	for _, c := range sortedKeys(d.Preemption.MayPreempt) {
 		preemptor, ok := d.Priorities[c]
 		if !ok {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // checkPriorityClasses: every priority class the model names (tenants'
@@ -11,26 +13,26 @@ import (
 // priorities, and a tenant's classes are a subset of its parent's, with
 // lists inherited as mandate.lib inherits them (a tenant without a list
 // has its nearest ancestor's).
-func checkPriorityClasses(d *document, r *reporter) {
-	known := d.classList()
+func checkPriorityClasses(d *model.Model, r *reporter) {
+	known := classList(d)
 	unknown := func(at, c string) {
 		if _, ok := d.Priorities[c]; !ok {
 			r.add(at, "priority class %q is not a tier of the model (priorities: %s)", c, known)
 		}
 	}
-	for _, name := range d.tenantNames() {
+	for _, name := range tenantNames(d) {
 		t := d.Tenants[name]
 		if t.PriorityClasses == nil {
 			continue
 		}
-		for i, c := range *t.PriorityClasses {
+		for i, c := range t.PriorityClasses {
 			unknown(path("tenants", name, "priorityClasses", i), c)
 		}
-		if _, ok := d.Tenants[t.Parent]; !ok || !d.rooted(name) {
+		if _, ok := d.Tenants[t.Parent]; !ok || !rooted(d, name) {
 			continue
 		}
-		allowed, from, ok := d.allowedClasses(t.Parent)
-		for i, c := range *t.PriorityClasses {
+		allowed, from, ok := d.AllowedClasses(t.Parent)
+		for i, c := range t.PriorityClasses {
 			if ok && slices.Contains(allowed, c) {
 				continue
 			}
@@ -63,6 +65,6 @@ func describeAllowed(tenant string, allowed []string, from string, ok bool) stri
 }
 
 // classList names the tiers, sorted, for messages.
-func (d *document) classList() string {
+func classList(d *model.Model) string {
 	return strings.Join(sortedKeys(d.Priorities), ", ")
 }

@@ -3,6 +3,8 @@ package modelcheck
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // checkProductQuota: per GPU resource and product (quota[r].products[p]),
@@ -12,14 +14,14 @@ import (
 // ceiling above the resource's, which it could never reach; and the
 // tenants a tenant limits directly for that product guarantee no more of
 // it together than it does.
-func checkProductQuota(d *document, r *reporter) {
+func checkProductQuota(d *model.Model, r *reporter) {
 	type key struct{ tenant, resource, product string }
 	children := map[key][]string{}
-	for _, name := range d.tenantNames() {
+	for _, name := range tenantNames(d) {
 		t := d.Tenants[name]
 		for _, res := range sortedKeys(t.Quota) {
 			q := t.Quota[res]
-			sum, parts := 0, []string{}
+			sum, parts := int64(0), []string{}
 			for _, p := range sortedKeys(q.Products) {
 				pq := q.Products[p]
 				at := func(field string) string { return path("tenants", name, "quota", res, "products", p, field) }
@@ -34,8 +36,8 @@ func checkProductQuota(d *document, r *reporter) {
 				sum += pq.Guaranteed
 				parts = append(parts, fmt.Sprintf("%s %d", p, pq.Guaranteed))
 				// The nearest ancestor limiting the same product.
-				chain := d.chain(name)
-				if !d.rooted(name) || len(chain) < 2 {
+				chain := d.Chain(name)
+				if !rooted(d, name) || len(chain) < 2 {
 					continue
 				}
 				for _, a := range chain[1:] {
@@ -52,12 +54,12 @@ func checkProductQuota(d *document, r *reporter) {
 			}
 		}
 	}
-	for _, name := range d.tenantNames() {
+	for _, name := range tenantNames(d) {
 		t := d.Tenants[name]
 		for _, res := range sortedKeys(t.Quota) {
 			for _, p := range sortedKeys(t.Quota[res].Products) {
 				kids := children[key{name, res, p}]
-				sum, parts := 0, make([]string, 0, len(kids))
+				sum, parts := int64(0), make([]string, 0, len(kids))
 				for _, c := range kids {
 					g := d.Tenants[c].Quota[res].Products[p].Guaranteed
 					sum += g

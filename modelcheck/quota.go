@@ -3,16 +3,18 @@ package modelcheck
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // checkQuota: per GPU resource, no tenant guarantees more than its ceiling,
 // and the tenants a tenant limits directly (its nearest descendants with a
 // quota for the resource) guarantee no more together than it does: a
 // guarantee the parent cannot keep is no guarantee.
-func checkQuota(d *document, r *reporter) {
+func checkQuota(d *model.Model, r *reporter) {
 	type key struct{ tenant, resource string }
 	children := map[key][]string{}
-	for _, name := range d.tenantNames() {
+	for _, name := range tenantNames(d) {
 		t := d.Tenants[name]
 		for _, res := range sortedKeys(t.Quota) {
 			q := t.Quota[res]
@@ -20,8 +22,8 @@ func checkQuota(d *document, r *reporter) {
 				r.add(path("tenants", name, "quota", res, "guaranteed"), "tenant %s guarantees %d %s, above its ceiling of %d: the guarantee is part of the ceiling",
 					name, q.Guaranteed, res, q.Ceiling)
 			}
-			chain := d.chain(name)
-			if !d.rooted(name) || len(chain) < 2 {
+			chain := d.Chain(name)
+			if !rooted(d, name) || len(chain) < 2 {
 				continue
 			}
 			// The nearest ancestor limiting the same resource.
@@ -33,11 +35,11 @@ func checkQuota(d *document, r *reporter) {
 			}
 		}
 	}
-	for _, name := range d.tenantNames() {
+	for _, name := range tenantNames(d) {
 		t := d.Tenants[name]
 		for _, res := range sortedKeys(t.Quota) {
 			kids := children[key{name, res}]
-			sum, parts := 0, make([]string, 0, len(kids))
+			sum, parts := int64(0), make([]string, 0, len(kids))
 			for _, c := range kids {
 				g := d.Tenants[c].Quota[res].Guaranteed
 				sum += g

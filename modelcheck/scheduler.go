@@ -1,37 +1,32 @@
 package modelcheck
 
 import (
-	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
-// Schedulers are the schedulers a tenant may name: those package scheduler
-// has an adapter for (a test keeps the two lists one), "default" being the
-// Kubernetes default scheduler.
-var Schedulers = []string{"volcano", "kai", "kueue", "default"}
-
-// defaultScheduler runs the work of a tenant whose chain names none.
-const defaultScheduler = "default"
+// Schedulers are the schedulers a tenant may name: the registry's (package
+// facts; a test keeps them those package scheduler has an adapter for),
+// facts.Default being the Kubernetes default scheduler.
+func Schedulers() []string { return facts.Names() }
 
 // checkSchedulers: every scheduler a tenant names has an adapter, and no
 // two tenants on one scheduler share a queue, as mandate.directives names
 // them (the tenant's queue, else its name; the nearest scheduler of its
 // chain, else the default).
-func checkSchedulers(d *document, r *reporter) {
-	for _, name := range d.tenantNames() {
-		if s := d.Tenants[name].Scheduler; s != "" && !slices.Contains(Schedulers, s) {
+func checkSchedulers(d *model.Model, r *reporter) {
+	for _, name := range tenantNames(d) {
+		if s := d.Tenants[name].Scheduler; s != "" && !slices.Contains(Schedulers(), s) {
 			r.add(path("tenants", name, "scheduler"), "unknown scheduler %q: known schedulers are %s", s, knownSchedulers())
 		}
 	}
 	owner := map[string]string{} // scheduler/queue → tenant
-	for _, name := range d.tenantNames() {
+	for _, name := range tenantNames(d) {
 		t := d.Tenants[name]
-		q := t.Queue
-		if q == "" {
-			q = name
-		}
-		s := d.schedulerOf(name)
+		q := d.QueueName(name)
+		s := d.SchedulerOf(name)
 		k := s + "/" + q
 		if first, ok := owner[k]; ok {
 			at := path("tenants", name, "queue")
@@ -47,21 +42,4 @@ func checkSchedulers(d *document, r *reporter) {
 }
 
 // knownSchedulers lists Schedulers for a message: "volcano, kai and default".
-func knownSchedulers() string {
-	n := len(Schedulers)
-	if n == 1 {
-		return Schedulers[0]
-	}
-	return fmt.Sprintf("%s and %s", strings.Join(Schedulers[:n-1], ", "), Schedulers[n-1])
-}
-
-// schedulerOf is the scheduler of a tenant's work: the nearest one its
-// chain names, else the default.
-func (d *document) schedulerOf(name string) string {
-	for _, t := range d.chain(name) {
-		if s := d.Tenants[t].Scheduler; s != "" {
-			return s
-		}
-	}
-	return defaultScheduler
-}
+func knownSchedulers() string { return facts.List(Schedulers()) }

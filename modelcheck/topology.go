@@ -3,6 +3,7 @@ package modelcheck
 import (
 	"strings"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
 )
 
@@ -12,7 +13,7 @@ import (
 // smallest first, as mandate.topology reads them (the first rule whose
 // maxGPUs covers the gang decides), ending in a rule without maxGPUs so
 // that every gang has one.
-func checkTopology(d *document, r *reporter) {
+func checkTopology(d *model.Model, r *reporter) {
 	if n := len(d.Topology.Levels); n > topology.MaxLevels {
 		r.add(path("topology", "levels"), "%d levels: the cluster model takes at most %d", n, topology.MaxLevels)
 	}

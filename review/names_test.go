@@ -8,6 +8,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -18,25 +19,33 @@ type fakeObjects struct {
 	objects map[schema.GroupVersionKind]map[string]cluster.SchedulerObject
 }
 
-func (f fakeObjects) Lookup(gvk schema.GroupVersionKind, name string) cluster.SchedulerObject {
+func (f fakeObjects) Lookup(gvk schema.GroupVersionKind, namespace, name string) cluster.SchedulerObject {
 	if !f.watched[gvk] {
 		return cluster.SchedulerObject{}
 	}
-	if o, ok := f.objects[gvk][name]; ok {
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	if o, ok := f.objects[gvk][key]; ok {
 		return o
 	}
 	return cluster.SchedulerObject{Presence: cluster.Missing}
 }
 
 func TestSchedulerWarnings(t *testing.T) {
-	all := map[schema.GroupVersionKind]bool{cluster.VolcanoQueueGVK: true, cluster.KAIQueueGVK: true, cluster.KAITopologyGVK: true}
+	localQueue := facts.Kueue.QueueKind.GVK
+	all := map[schema.GroupVersionKind]bool{cluster.VolcanoQueueGVK: true, cluster.KAIQueueGVK: true, cluster.KAITopologyGVK: true,
+		localQueue: true, cluster.PriorityClassGVK: true}
 	present := cluster.SchedulerObject{Presence: cluster.Present}
 	fabric := cluster.SchedulerObject{Presence: cluster.Present, NodeLabels: []string{"nvidia.com/gpu.clique", "kubernetes.io/hostname"}}
 	noNode := cluster.SchedulerObject{Presence: cluster.Present, NodeLabels: []string{"nvidia.com/gpu.clique"}}
 	kai := evaluator.Directives{Scheduler: "kai", Queue: "platform", TopologyName: "helix-fabric",
 		RequiredLevel: "node", RequiredLabel: "kubernetes.io/hostname"}
 	volcano := evaluator.Directives{Scheduler: "volcano", Queue: "research"}
-	gang := workload.Workload{Kind: "PyTorchJob", Name: "x", Pods: 2}
+	kueue := evaluator.Directives{Scheduler: "kueue", Queue: "product"}
+	classed := evaluator.Directives{Scheduler: "default", PriorityClass: "train"}
+	gang := workload.Workload{Kind: "PyTorchJob", Name: "x", Namespace: "ml", Pods: 2}
 	for _, tc := range []struct {
 		name    string
 		objects SchedulerObjects
@@ -62,6 +71,18 @@ func TestSchedulerWarnings(t *testing.T) {
 			cluster.KAIQueueGVK: {"platform": present}, cluster.KAITopologyGVK: {"helix-fabric": noNode}}}, d: kai, want: []string{
 			"KAI topology helix-fabric has no level on node label kubernetes.io/hostname: the required topology level node is advisory for KAI; run `mandate sync`",
 		}},
+		{name: "kueue LocalQueue missing", objects: fakeObjects{watched: all}, d: kueue,
+			want: []string{"Kueue queue product does not exist: the job will wait until it does; run `mandate sync`"}},
+		{name: "kueue LocalQueue in another namespace only", objects: fakeObjects{watched: all, objects: map[schema.GroupVersionKind]map[string]cluster.SchedulerObject{
+			localQueue: {"other/product": present}}}, d: kueue,
+			want: []string{"Kueue queue product does not exist: the job will wait until it does; run `mandate sync`"}},
+		{name: "kueue LocalQueue there", objects: fakeObjects{watched: all, objects: map[schema.GroupVersionKind]map[string]cluster.SchedulerObject{
+			localQueue: {"ml/product": present}}}, d: kueue},
+		{name: "priority class missing", objects: fakeObjects{watched: all}, d: classed,
+			want: []string{"priority class train does not exist: the pods cannot be created until it does; run `mandate sync`"}},
+		{name: "priority class there", objects: fakeObjects{watched: all, objects: map[schema.GroupVersionKind]map[string]cluster.SchedulerObject{
+			cluster.PriorityClassGVK: {"train": present}}}, d: classed},
+		{name: "priority class not watched", objects: fakeObjects{}, d: classed},
 		{name: "kai all there", objects: fakeObjects{watched: all, objects: map[schema.GroupVersionKind]map[string]cluster.SchedulerObject{
 			cluster.KAIQueueGVK: {"platform": present}, cluster.KAITopologyGVK: {"helix-fabric": fabric}}}, d: kai},
 	} {

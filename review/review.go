@@ -221,9 +221,10 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {
 		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	if d.Directives.Scheduler == scheduler.Kueue && req.Operation == string(admissionv1.Create) {
-		// Kueue admits by unsuspending; it is not asked again once the
-		// queue label is on (scheduler.HoldForKueue).
+	if scheduler.OwnsQuota(d.Directives.Scheduler) && req.Operation == string(admissionv1.Create) {
+		// A scheduler with its own quota (Kueue) admits by unsuspending; it
+		// is not asked again once the queue label is on
+		// (scheduler.HoldForKueue).
 		if _, err := scheduler.HoldForKueue(mutated); err != nil {
 			return Result{}, in, err
 		}
@@ -347,15 +348,17 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 }
 
 // reservation is what an admitted workload's GPUs hold until the informers
-// see its pods. Dry runs and Kueue's workloads reserve nothing.
+// see its pods. Dry runs and the workloads of a scheduler that owns its
+// quota (Kueue's) reserve nothing.
 func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
 	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
 		return cluster.Reservation{}
 	}
-	if d.Directives.Scheduler == scheduler.Kueue {
-		// Kueue holds the workload suspended until its ClusterQueue has
-		// room: that quota is Kueue's, so Mandate reserves nothing and
-		// counts the pods once Kueue lets them run.
+	if scheduler.OwnsQuota(d.Directives.Scheduler) {
+		// Kueue (a scheduler that owns its quota) holds the workload
+		// suspended until its ClusterQueue has room: that quota is Kueue's,
+		// so Mandate reserves nothing and counts the pods once Kueue lets
+		// them run.
 		return cluster.Reservation{}
 	}
 	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {

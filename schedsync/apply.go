@@ -74,11 +74,17 @@ func (s Syncer) Apply(ctx context.Context, p Plan, dryRun bool) error {
 				}
 			}
 		case Delete:
-			if c.live.GroupVersionKind() == VolcanoQueueKind.GVK && !dryRun {
-				// Volcano deletes only a closed queue.
-				closed := Object{Unstructured: c.live, Status: map[string]any{"state": volcanoClosed}}
-				if err := s.applyStatus(ctx, closed, false); err != nil {
+			if k, _ := kindOf(c.live.GroupVersionKind()); k.Queue && k.StatusFields && !dryRun {
+				// A queue closed through its status (Volcano's) is
+				// deleted only once closed.
+				closed, err := closedObject(k, c.live)
+				if err != nil {
 					return err
+				}
+				if closed.Status != nil {
+					if err := s.applyStatus(ctx, Object{Unstructured: c.live, Status: closed.Status}, false); err != nil {
+						return err
+					}
 				}
 			}
 			if err := s.delete(ctx, c.live, dryRun); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // ReadCluster reads what rendering needs from the cluster: every node's
@@ -31,7 +33,7 @@ func (s Syncer) ReadCluster(ctx context.Context) (Cluster, error) {
 }
 
 // PlanModel renders the model against the cluster and plans the changes.
-func (s Syncer) PlanModel(ctx context.Context, spec Spec, o Options) (Plan, error) {
+func (s Syncer) PlanModel(ctx context.Context, spec model.Model, o Options) (Plan, error) {
 	c, err := s.ReadCluster(ctx)
 	if err != nil {
 		return Plan{}, err

@@ -10,13 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The workload objects that live in queues.
-var (
-	volcanoPodGroupGVK = gvk("scheduling.volcano.sh", "v1beta1", "PodGroup")
-	kaiPodGroupGVK     = gvk("scheduling.run.ai", "v2alpha2", "PodGroup")
-	kueueWorkloadGVK   = gvk("kueue.x-k8s.io", "v1beta2", "Workload")
-)
-
 // holdings counts what a queue still holds: the PodGroups or Workloads in
 // it and its child queues. Lists are read once per Plan.
 type holdings struct {
@@ -46,69 +39,43 @@ func (h *holdings) list(ctx context.Context, g schema.GroupVersionKind) ([]unstr
 	return l.Items, nil
 }
 
-// count returns how many workloads (and child queues) queue q holds.
+// count returns how many workloads (and child queues) queue q holds, as
+// the sync integration of its scheduler counts them (Sync.Holds).
 func (h *holdings) count(ctx context.Context, k Kind, q *unstructured.Unstructured) (int, error) {
-	match := func(g schema.GroupVersionKind, pred func(u *unstructured.Unstructured) bool) (int, error) {
-		items, err := h.list(ctx, g)
-		if err != nil {
-			return 0, err
+	in, ok := syncOf(k.Scheduler)
+	if !ok || in.Holds == nil {
+		return 0, nil
+	}
+	return in.Holds(ctx, h.list, q)
+}
+
+// Lister lists every object of a kind (read once per Plan); nil when the
+// kind is not served.
+type Lister func(ctx context.Context, g schema.GroupVersionKind) ([]unstructured.Unstructured, error)
+
+// countOf counts the objects of kind g that pred matches.
+func countOf(ctx context.Context, list Lister, g schema.GroupVersionKind, pred func(u *unstructured.Unstructured) bool) (int, error) {
+	items, err := list(ctx, g)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range items {
+		if pred(&items[i]) {
+			n++
 		}
-		n := 0
-		for i := range items {
-			if pred(&items[i]) {
-				n++
-			}
-		}
-		return n, nil
 	}
-	str := func(u *unstructured.Unstructured, path ...string) string {
-		s, _, _ := unstructured.NestedString(u.Object, path...)
-		return s
-	}
-	name := q.GetName()
-	var counts []func() (int, error)
-	switch k.GVK {
-	case VolcanoQueueKind.GVK:
-		counts = append(counts,
-			func() (int, error) {
-				return match(volcanoPodGroupGVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "queue") == name })
-			},
-			func() (int, error) {
-				return match(VolcanoQueueKind.GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "parent") == name })
-			})
-	case KAIQueueKind.GVK:
-		counts = append(counts,
-			func() (int, error) {
-				return match(kaiPodGroupGVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "queue") == name })
-			},
-			func() (int, error) {
-				return match(KAIQueueKind.GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "parentQueue") == name })
-			})
-	case LocalQueueKind.GVK:
-		ns := q.GetNamespace()
-		counts = append(counts, func() (int, error) {
-			return match(kueueWorkloadGVK, func(u *unstructured.Unstructured) bool {
-				return u.GetNamespace() == ns && str(u, "spec", "queueName") == name
-			})
-		})
-	case ClusterQueueKind.GVK:
-		counts = append(counts, func() (int, error) {
-			lqs, err := h.list(ctx, LocalQueueKind.GVK)
-			if err != nil {
-				return 0, err
-			}
-			feeds := map[string]bool{}
-			for i := range lqs {
-				if str(&lqs[i], "spec", "clusterQueue") == name {
-					feeds[lqs[i].GetNamespace()+"/"+lqs[i].GetName()] = true
-				}
-			}
-			return match(kueueWorkloadGVK, func(u *unstructured.Unstructured) bool {
-				return str(u, "status", "admission", "clusterQueue") == name ||
-					feeds[u.GetNamespace()+"/"+str(u, "spec", "queueName")]
-			})
-		})
-	}
+	return n, nil
+}
+
+// str is the string at path in u, "" when absent.
+func str(u *unstructured.Unstructured, path ...string) string {
+	s, _, _ := unstructured.NestedString(u.Object, path...)
+	return s
+}
+
+// sumOf adds up counts, stopping at the first error.
+func sumOf(counts ...func() (int, error)) (int, error) {
 	total := 0
 	for _, f := range counts {
 		n, err := f()

@@ -1,18 +1,48 @@
 package schedsync
 
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
+)
+
 // KAI's resource of whole GPUs in a Queue; other resources are not
 // governed by Mandate there (-1: unlimited).
 const kaiGPUResource = "nvidia.com/gpu"
 
+func init() {
+	Register(KAI, Sync{
+		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) { return kaiObjects(s) },
+		Holds:  kaiHolds,
+		// A KAI queue is closed by a GPU quota and limit of zero.
+		Close: func(_ *unstructured.Unstructured, spec map[string]any) (map[string]any, error) {
+			return nil, unstructured.SetNestedMap(spec, map[string]any{"quota": int64(0), "limit": int64(0), "overQuotaWeight": int64(0)},
+				"resources", "gpu")
+		},
+	})
+}
+
+// kaiHolds counts the PodGroups in a KAI Queue and its child queues.
+func kaiHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error) {
+	name := q.GetName()
+	return sumOf(
+		func() (int, error) {
+			return countOf(ctx, list, facts.KAI.GroupKinds[0].GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "queue") == name })
+		},
+		func() (int, error) {
+			return countOf(ctx, list, KAIQueueKind.GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "parentQueue") == name })
+		})
+}
+
 // kaiObjects renders a KAI Queue per tenant and the Topology that the
 // injected kai.scheduler/topology annotation names.
-func kaiObjects(s Spec) ([]Object, error) {
+func kaiObjects(s model.Model) ([]Object, error) {
 	var out []Object
 	for _, name := range s.TenantNames() {
-		qs, err := s.Quotas(name)
-		if err != nil {
-			return nil, err
-		}
+		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
 		o := newObject(KAIQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
@@ -26,7 +56,7 @@ func kaiObjects(s Spec) ([]Object, error) {
 				"cpu":    unlimited(),
 				"memory": unlimited(),
 			},
-			"priority": int64(s.maxTierValue(name)),
+			"priority": int64(s.MaxTierValue(name)),
 		}
 		if t.Parent != "" {
 			spec["parentQueue"] = s.QueueName(t.Parent)

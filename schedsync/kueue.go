@@ -1,7 +1,13 @@
 package schedsync
 
 import (
+	"context"
 	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // anyProductFlavor is the ResourceFlavor of quota that names no GPU
@@ -12,11 +18,53 @@ const (
 	gpuPresentLabel  = "nvidia.com/gpu.present"
 )
 
+func init() {
+	Register(Kueue, Sync{
+		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) { return kueueObjects(s, c, o) },
+		Holds:  kueueHolds,
+		// Kueue's queues stop admitting under stopPolicy Hold.
+		Close: func(_ *unstructured.Unstructured, spec map[string]any) (map[string]any, error) {
+			spec["stopPolicy"] = "Hold"
+			return nil, nil
+		},
+	})
+}
+
+// kueueHolds counts the Workloads in a LocalQueue, or admitted to (or
+// queued through a LocalQueue feeding) a ClusterQueue.
+func kueueHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error) {
+	workloads := facts.Kueue.GroupKinds[0].GVK
+	name := q.GetName()
+	switch q.GroupVersionKind() {
+	case LocalQueueKind.GVK:
+		ns := q.GetNamespace()
+		return countOf(ctx, list, workloads, func(u *unstructured.Unstructured) bool {
+			return u.GetNamespace() == ns && str(u, "spec", "queueName") == name
+		})
+	case ClusterQueueKind.GVK:
+		lqs, err := list(ctx, LocalQueueKind.GVK)
+		if err != nil {
+			return 0, err
+		}
+		feeds := map[string]bool{}
+		for i := range lqs {
+			if str(&lqs[i], "spec", "clusterQueue") == name {
+				feeds[lqs[i].GetNamespace()+"/"+lqs[i].GetName()] = true
+			}
+		}
+		return countOf(ctx, list, workloads, func(u *unstructured.Unstructured) bool {
+			return str(u, "status", "admission", "clusterQueue") == name ||
+				feeds[u.GetNamespace()+"/"+str(u, "spec", "queueName")]
+		})
+	}
+	return 0, nil
+}
+
 // kueueObjects renders, for Kueue: a ResourceFlavor per GPU product the
 // quota names, a Cohort per tenant with children, a ClusterQueue per leaf
 // tenant, a LocalQueue in each of a leaf tenant's namespaces, a
 // WorkloadPriorityClass per tier and the Topology.
-func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
+func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 	var out []Object
 	topologyName := ""
 	if s.Topology.Name != "" && len(s.Topology.Levels) > 0 {
@@ -31,12 +79,9 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 	}
 
 	flavors := map[string]string{} // flavor name → product
-	quotas := map[string][]Quota{}
+	quotas := map[string][]model.Pool{}
 	for _, name := range s.TenantNames() {
-		qs, err := s.Quotas(name)
-		if err != nil {
-			return nil, err
-		}
+		qs := s.Pools(name)
 		quotas[name] = qs
 		for _, q := range qs {
 			flavors[flavorName(q.Product)] = q.Product
@@ -69,10 +114,10 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 		"withinClusterQueue":  "Never",
 		"reclaimWithinCohort": "Never",
 	}
-	if s.anyTierPreempts() {
+	if s.AnyTierPreempts() {
 		preemption["withinClusterQueue"] = "LowerPriority"
 	}
-	if s.overGuaranteeReclaimable() {
+	if s.OverGuaranteeReclaimable() {
 		preemption["reclaimWithinCohort"] = "Any"
 	}
 	for _, name := range s.TenantNames() {
@@ -83,7 +128,7 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 			// An inner tenant is a Cohort: its children's guarantees plus
 			// its own unassigned part; what it may borrow above its
 			// guarantee from its parent is its borrowing limit.
-			own := map[string]Quota{}
+			own := map[string]model.Pool{}
 			for _, q := range quotas[name] {
 				own[q.Resource+"\x00"+q.Product] = q
 			}
@@ -101,10 +146,10 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 					}
 				}
 			}
-			var qs []Quota
+			var qs []model.Pool
 			for _, q := range quotas[name] {
 				p := own[q.Resource+"\x00"+q.Product]
-				qs = append(qs, Quota{Resource: q.Resource, Product: q.Product,
+				qs = append(qs, model.Pool{Resource: q.Resource, Product: q.Product,
 					Guaranteed: max(p.Guaranteed, 0), Ceiling: max(p.Guaranteed, 0) + (q.Ceiling - q.Guaranteed)})
 			}
 			co := newObject(CohortKind, "", s.QueueName(name), labels)
@@ -152,14 +197,14 @@ func kueueObjects(s Spec, c Cluster, o Options) ([]Object, error) {
 // resourceGroups renders quota as one Kueue resource group: every resource
 // covered, one flavor per product, nominal = guarantee and, inside a cohort,
 // borrowing limit = ceiling − guarantee.
-func resourceGroups(qs []Quota, borrowing bool) []any {
+func resourceGroups(qs []model.Pool, borrowing bool) []any {
 	resources := map[string]bool{}
-	byFlavor := map[string]map[string]Quota{}
+	byFlavor := map[string]map[string]model.Pool{}
 	for _, q := range qs {
 		resources[q.Resource] = true
 		f := flavorName(q.Product)
 		if byFlavor[f] == nil {
-			byFlavor[f] = map[string]Quota{}
+			byFlavor[f] = map[string]model.Pool{}
 		}
 		byFlavor[f][q.Resource] = q
 	}

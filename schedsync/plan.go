@@ -257,16 +257,12 @@ func closedObject(k Kind, live *unstructured.Unstructured) (Object, error) {
 	if spec == nil {
 		spec = map[string]any{}
 	}
-	switch k.GVK {
-	case VolcanoQueueKind.GVK:
-		o.Status = map[string]any{"state": volcanoClosed}
-	case KAIQueueKind.GVK:
-		if err := unstructured.SetNestedMap(spec, map[string]any{"quota": int64(0), "limit": int64(0), "overQuotaWeight": int64(0)},
-			"resources", "gpu"); err != nil {
-			return o, fmt.Errorf("unable to close KAI queue %s: %w", live.GetName(), err)
+	if in, ok := syncOf(k.Scheduler); ok && in.Close != nil {
+		status, err := in.Close(live, spec)
+		if err != nil {
+			return o, fmt.Errorf("unable to close %s %s: %w", k.GVK.Kind, live.GetName(), err)
 		}
-	case ClusterQueueKind.GVK, LocalQueueKind.GVK:
-		spec["stopPolicy"] = "Hold"
+		o.Status = status
 	}
 	o.Object["spec"] = spec
 	return o, nil

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // TestProductQuotaBecomesFlavors: tenant product of the example model
@@ -15,16 +17,15 @@ import (
 // resource's totals.
 func TestProductQuotaBecomesFlavors(t *testing.T) {
 	s := exampleSpec(t)
-	qs, err := s.Quotas("product")
-	require.NoError(t, err)
-	assert.Equal(t, []Quota{
+	qs := s.Pools("product")
+	assert.Equal(t, []model.Pool{
 		{Resource: "nvidia.com/gpu", Guaranteed: 0, Ceiling: 160},
 		{Resource: "nvidia.com/gpu", Product: "NVIDIA-B200", Guaranteed: 8, Ceiling: 32},
 		{Resource: "nvidia.com/gpu", Product: "NVIDIA-H100-80GB-HBM3", Guaranteed: 120, Ceiling: 144},
 		{Resource: "nvidia.com/mig-1g.10gb", Guaranteed: 28, Ceiling: 56},
 	}, qs)
 
-	objs, err := Render(s, Cluster{}, Options{Schedulers: AllSchedulers})
+	objs, err := Render(s, Cluster{}, Options{Schedulers: AllSchedulers()})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		kind Kind

@@ -10,6 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 var (
@@ -44,7 +46,7 @@ type Reconciler struct {
 	Options Options
 
 	mu       sync.Mutex
-	spec     *Spec
+	model    *model.Model
 	revision string
 	kick     chan struct{}
 	once     sync.Once
@@ -61,21 +63,16 @@ func (r *Reconciler) NeedLeaderElection() bool { return true }
 func (r *Reconciler) init() { r.once.Do(func() { r.kick = make(chan struct{}, 1) }) }
 
 // SetModel hands the reconciler the model of a newly activated revision
-// (its policy data) and asks for a run.
-func (r *Reconciler) SetModel(data map[string]any, revision string) error {
-	spec, err := FromData(data)
-	if err != nil {
-		return fmt.Errorf("unable to read revision %s's model for the scheduler sync: %w", revision, err)
-	}
+// (decoded and checked at its activation) and asks for a run.
+func (r *Reconciler) SetModel(m model.Model, revision string) {
 	r.init()
 	r.mu.Lock()
-	r.spec, r.revision = &spec, revision
+	r.model, r.revision = &m, revision
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // Start runs until ctx ends: once at once, then every Interval and on
@@ -103,18 +100,18 @@ func (r *Reconciler) Start(ctx context.Context) error {
 // RunOnce plans (and unless ReportOnly, applies) the current model once.
 func (r *Reconciler) RunOnce(ctx context.Context) error {
 	r.mu.Lock()
-	spec, revision := r.spec, r.revision
+	m, revision := r.model, r.revision
 	r.mu.Unlock()
-	if spec == nil {
+	if m == nil {
 		return fmt.Errorf("no model to sync yet")
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("revision", revision)
-	plan, err := r.Syncer.PlanModel(ctx, *spec, r.Options)
+	plan, err := r.Syncer.PlanModel(ctx, *m, r.Options)
 	if err != nil {
 		return err
 	}
 	byKind := map[string]float64{}
-	for _, k := range kinds {
+	for _, k := range kinds() {
 		byKind[k.GVK.Kind+"."+k.GVK.Group] = 0
 	}
 	for _, c := range plan.Drift() {

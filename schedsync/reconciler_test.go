@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/envtest"
 )
@@ -23,12 +24,14 @@ func TestReconcilerReportThenApply(t *testing.T) {
 	ctx := context.Background()
 	b, err := fs.ReadFile(policies.FS, "mandate/model/data.json")
 	require.NoError(t, err)
-	var model map[string]any
-	require.NoError(t, json.Unmarshal(b, &model))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	m, err := model.Decode(doc)
+	require.NoError(t, err)
 
 	r := &Reconciler{Syncer: Syncer{Client: env.Client}, ReportOnly: true, Options: Options{Schedulers: []string{Volcano}}}
 	require.Error(t, r.RunOnce(ctx), "no model yet")
-	require.NoError(t, r.SetModel(map[string]any{"mandate": map[string]any{"model": model}}, "r1"))
+	r.SetModel(m, "r1")
 	queues := func() int {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(VolcanoQueueKind.GVK.GroupVersion().WithKind("QueueList"))

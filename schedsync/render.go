@@ -1,9 +1,16 @@
 package schedsync
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Cluster is what rendering needs from the cluster besides the model: the
@@ -29,10 +36,10 @@ type Options struct {
 
 // SchedulersOf lists the schedulers the model's tenants use that Sync can
 // configure, sorted.
-func SchedulersOf(s Spec) []string {
+func SchedulersOf(s model.Model) []string {
 	seen := map[string]bool{}
 	for name := range s.Tenants {
-		if sch := s.SchedulerOf(name); slices.Contains(AllSchedulers, sch) {
+		if sch := s.SchedulerOf(name); slices.Contains(AllSchedulers(), sch) {
 			seen[sch] = true
 		}
 	}
@@ -47,31 +54,25 @@ func SchedulersOf(s Spec) []string {
 // Render returns the objects the model wants, in creation order. Every
 // scheduler configured gets the whole tenant hierarchy, so that each
 // tenant's queue has its parents whichever scheduler its work goes to.
-func Render(s Spec, c Cluster, o Options) ([]Object, error) {
+func Render(s model.Model, c Cluster, o Options) ([]Object, error) {
 	schedulers := o.Schedulers
 	if schedulers == nil {
 		schedulers = SchedulersOf(s)
 	}
-	for _, sch := range schedulers {
-		if !slices.Contains(AllSchedulers, sch) {
-			return nil, fmt.Errorf("unknown scheduler %q: Sync configures %v", sch, AllSchedulers)
+	renderers := make([]Renderer, len(schedulers))
+	for i, sch := range schedulers {
+		in, ok := syncOf(sch)
+		if !ok {
+			return nil, fmt.Errorf("unknown scheduler %q: Sync configures %v", sch, AllSchedulers())
 		}
+		renderers[i] = in.Render
 	}
 	if o.ProductLabel == "" {
 		o.ProductLabel = defaultProductLabel
 	}
 	out := priorityClasses(s)
-	for _, sch := range schedulers {
-		var objs []Object
-		var err error
-		switch sch {
-		case Volcano:
-			objs, err = volcanoObjects(s, c)
-		case KAI:
-			objs, err = kaiObjects(s)
-		case Kueue:
-			objs, err = kueueObjects(s, c, o)
-		}
+	for i, sch := range schedulers {
+		objs, err := renderers[i](s, c, o)
 		if err != nil {
 			return nil, fmt.Errorf("unable to render the %s configuration: %w", sch, err)
 		}
@@ -82,6 +83,58 @@ func Render(s Spec, c Cluster, o Options) ([]Object, error) {
 }
 
 const defaultProductLabel = "nvidia.com/gpu.product"
+
+// Renderer renders one scheduler's configuration from the model.
+type Renderer func(s model.Model, c Cluster, o Options) ([]Object, error)
+
+// Sync is how Sync configures one scheduler.
+type Sync struct {
+	// Render renders its objects, of its facts.Scheduler.SyncKinds.
+	Render Renderer
+	// Holds counts the workloads (and child queues) one of its queues q
+	// still holds, listing what it needs through list: a queue that holds
+	// any is closed, never deleted. Nil: its queues hold nothing Sync
+	// knows of.
+	Holds func(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error)
+	// Close closes one of its live queues that the model no longer has
+	// but that still holds work: it changes spec (a copy of the live
+	// queue's) and returns the status to apply, nil for none. Nil: the
+	// queue is only labelled closed.
+	Close func(live *unstructured.Unstructured, spec map[string]any) (status map[string]any, err error)
+}
+
+var renderers = struct {
+	sync.RWMutex
+	byName map[string]Sync
+}{byName: map[string]Sync{}}
+
+// Register makes s how Sync configures the scheduler the registry
+// (package facts) names name. It panics when the registry has no such
+// scheduler, it has no sync kinds, or s has no Render: a programming
+// error.
+func Register(name string, s Sync) {
+	if f, ok := facts.Lookup(name); !ok || !f.Syncs() || s.Render == nil {
+		panic(fmt.Sprintf("schedsync: Register(%q): the scheduler must be in the registry with sync kinds, and have a renderer", name))
+	}
+	renderers.Lock()
+	defer renderers.Unlock()
+	renderers.byName[name] = s
+}
+
+// Unregister removes a scheduler's renderer (for tests that register one
+// of their own).
+func Unregister(name string) {
+	renderers.Lock()
+	defer renderers.Unlock()
+	delete(renderers.byName, name)
+}
+
+func syncOf(name string) (Sync, bool) {
+	renderers.RLock()
+	defer renderers.RUnlock()
+	s, ok := renderers.byName[name]
+	return s, ok
+}
 
 // sortObjects orders objects by kind (creation order) and keeps the order
 // Render gave within a kind (parents before children).
@@ -96,7 +149,7 @@ func sortObjects(objs []Object) {
 // priorityClasses renders one PriorityClass per tier. Kubernetes can say
 // only whether a class preempts at all (preemptionPolicy), not which tiers
 // it may preempt nor whether it may be preempted.
-func priorityClasses(s Spec) []Object {
+func priorityClasses(s model.Model) []Object {
 	var out []Object
 	for _, name := range s.TierNames() {
 		t := s.Priorities[name]

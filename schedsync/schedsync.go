@@ -11,8 +11,12 @@
 package schedsync
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // FieldManager is the server-side apply field manager of every write.
@@ -32,15 +36,25 @@ const (
 	LabelClosed = "mandate.dev/closed"
 )
 
-// The schedulers Sync can configure.
-const (
-	Volcano = "volcano"
-	KAI     = "kai"
-	Kueue   = "kueue"
+// The schedulers Sync can configure, as the registry names them.
+var (
+	Volcano = facts.Volcano.Name
+	KAI     = facts.KAI.Name
+	Kueue   = facts.Kueue.Name
 )
 
-// AllSchedulers lists every scheduler Sync can configure.
-var AllSchedulers = []string{Volcano, KAI, Kueue}
+// AllSchedulers lists every scheduler Sync can configure: those of the
+// registry (package facts) with a renderer (Register), in the registry's
+// order.
+func AllSchedulers() []string {
+	var out []string
+	for _, s := range facts.SyncNames() {
+		if _, ok := syncOf(s); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // Kind is one kind of object Sync manages.
 type Kind struct {
@@ -55,23 +69,45 @@ type Kind struct {
 	StatusFields bool
 }
 
-// The kinds Sync manages, in the order they are created (referenced kinds
-// first); deletion runs in the reverse order.
+// The kinds Sync manages: PriorityClasses, then each scheduler's
+// facts.Scheduler.SyncKinds in the registry's order, which is the order
+// they are created in (referenced kinds first); deletion runs in the
+// reverse order.
 var (
-	PriorityClassKind    = Kind{GVK: gvk("scheduling.k8s.io", "v1", "PriorityClass")}
-	VolcanoQueueKind     = Kind{GVK: gvk("scheduling.volcano.sh", "v1beta1", "Queue"), Scheduler: Volcano, Queue: true, StatusFields: true}
-	HyperNodeKind        = Kind{GVK: gvk("topology.volcano.sh", "v1alpha1", "HyperNode"), Scheduler: Volcano}
-	KAIQueueKind         = Kind{GVK: gvk("scheduling.run.ai", "v2", "Queue"), Scheduler: KAI, Queue: true}
-	KAITopologyKind      = Kind{GVK: gvk("kai.scheduler", "v1alpha1", "Topology"), Scheduler: KAI}
-	KueueTopologyKind    = Kind{GVK: gvk("kueue.x-k8s.io", "v1beta2", "Topology"), Scheduler: Kueue}
-	ResourceFlavorKind   = Kind{GVK: gvk("kueue.x-k8s.io", "v1beta2", "ResourceFlavor"), Scheduler: Kueue}
-	WorkloadPriorityKind = Kind{GVK: gvk("kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass"), Scheduler: Kueue}
-	CohortKind           = Kind{GVK: gvk("kueue.x-k8s.io", "v1beta2", "Cohort"), Scheduler: Kueue}
-	ClusterQueueKind     = Kind{GVK: gvk("kueue.x-k8s.io", "v1beta2", "ClusterQueue"), Scheduler: Kueue, Queue: true}
-	LocalQueueKind       = Kind{GVK: gvk("kueue.x-k8s.io", "v1beta2", "LocalQueue"), Scheduler: Kueue, Namespaced: true, Queue: true}
-	kinds                = []Kind{PriorityClassKind, VolcanoQueueKind, HyperNodeKind, KAIQueueKind, KAITopologyKind,
-		KueueTopologyKind, ResourceFlavorKind, WorkloadPriorityKind, CohortKind, ClusterQueueKind, LocalQueueKind}
+	PriorityClassKind    = Kind{GVK: facts.PriorityClass.GVK}
+	VolcanoQueueKind     = kindNamed(facts.Volcano, "Queue")
+	HyperNodeKind        = kindNamed(facts.Volcano, "HyperNode")
+	KAIQueueKind         = kindNamed(facts.KAI, "Queue")
+	KAITopologyKind      = kindNamed(facts.KAI, "Topology")
+	KueueTopologyKind    = kindNamed(facts.Kueue, "Topology")
+	ResourceFlavorKind   = kindNamed(facts.Kueue, "ResourceFlavor")
+	WorkloadPriorityKind = kindNamed(facts.Kueue, "WorkloadPriorityClass")
+	CohortKind           = kindNamed(facts.Kueue, "Cohort")
+	ClusterQueueKind     = kindNamed(facts.Kueue, "ClusterQueue")
+	LocalQueueKind       = kindNamed(facts.Kueue, "LocalQueue")
 )
+
+// kinds lists every kind Sync manages, in creation order.
+func kinds() []Kind {
+	out := []Kind{PriorityClassKind}
+	for _, s := range facts.All() {
+		for _, k := range s.SyncKinds {
+			out = append(out, Kind{GVK: k.GVK, Scheduler: s.Name, Namespaced: k.Namespaced, Queue: k.Queue, StatusFields: k.StatusFields})
+		}
+	}
+	return out
+}
+
+// kindNamed is the sync kind of s whose Kind is name; it panics when the
+// registry has none: a programming error.
+func kindNamed(s facts.Scheduler, name string) Kind {
+	for _, k := range s.SyncKinds {
+		if k.GVK.Kind == name {
+			return Kind{GVK: k.GVK, Scheduler: s.Name, Namespaced: k.Namespaced, Queue: k.Queue, StatusFields: k.StatusFields}
+		}
+	}
+	panic(fmt.Sprintf("schedsync: the registry gives %s no sync kind %s", s.Name, name))
+}
 
 // Kinds lists the kinds Sync manages for the given schedulers (and
 // PriorityClasses), in creation order.
@@ -81,7 +117,7 @@ func Kinds(schedulers []string) []Kind {
 		want[s] = true
 	}
 	var out []Kind
-	for _, k := range kinds {
+	for _, k := range kinds() {
 		if want[k.Scheduler] {
 			out = append(out, k)
 		}
@@ -90,16 +126,13 @@ func Kinds(schedulers []string) []Kind {
 }
 
 func kindOf(gvk schema.GroupVersionKind) (Kind, int) {
-	for i, k := range kinds {
+	all := kinds()
+	for i, k := range all {
 		if k.GVK == gvk {
 			return k, i
 		}
 	}
-	return Kind{GVK: gvk}, len(kinds)
-}
-
-func gvk(group, version, kind string) schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
+	return Kind{GVK: gvk}, len(all)
 }
 
 // Object is one desired object: what is applied to the resource, and for

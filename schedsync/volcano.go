@@ -1,10 +1,16 @@
 package schedsync
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Volcano queue states (status.state).
@@ -13,15 +19,37 @@ const (
 	volcanoClosed = "Closed"
 )
 
+func init() {
+	Register(Volcano, Sync{
+		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) },
+		Holds:  volcanoHolds,
+		// Volcano closes a queue through its status, and deletes only a
+		// closed one.
+		Close: func(*unstructured.Unstructured, map[string]any) (map[string]any, error) {
+			return map[string]any{"state": volcanoClosed}, nil
+		},
+	})
+}
+
+// volcanoHolds counts the PodGroups in a Volcano Queue and its child
+// queues.
+func volcanoHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) (int, error) {
+	name := q.GetName()
+	return sumOf(
+		func() (int, error) {
+			return countOf(ctx, list, facts.Volcano.GroupKinds[0].GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "queue") == name })
+		},
+		func() (int, error) {
+			return countOf(ctx, list, VolcanoQueueKind.GVK, func(u *unstructured.Unstructured) bool { return str(u, "spec", "parent") == name })
+		})
+}
+
 // volcanoObjects renders a Queue per tenant and the HyperNodes of the
 // model's topology.
-func volcanoObjects(s Spec, c Cluster) ([]Object, error) {
+func volcanoObjects(s model.Model, c Cluster) ([]Object, error) {
 	var out []Object
 	for _, name := range s.TenantNames() {
-		qs, err := s.Quotas(name)
-		if err != nil {
-			return nil, err
-		}
+		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
 		o := newObject(VolcanoQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
@@ -29,7 +57,7 @@ func volcanoObjects(s Spec, c Cluster) ([]Object, error) {
 			"capability":  resourceList(ceiling),
 			"deserved":    resourceList(guaranteed),
 			"guarantee":   map[string]any{"resource": resourceList(guaranteed)},
-			"reclaimable": s.overGuaranteeReclaimable(),
+			"reclaimable": s.OverGuaranteeReclaimable(),
 		}
 		if t.Parent != "" {
 			spec["parent"] = s.QueueName(t.Parent)
@@ -48,7 +76,7 @@ func volcanoObjects(s Spec, c Cluster) ([]Object, error) {
 // HyperNode selects its nodes by the labels of its whole path (so a node
 // added to a known domain joins it); a higher one lists the HyperNodes
 // below it, and any node whose labels stop at its level.
-func hyperNodes(s Spec, c Cluster) []Object {
+func hyperNodes(s model.Model, c Cluster) []Object {
 	levels := s.Topology.Levels
 	n := len(levels)
 	if n < 2 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // Placement is where and how admission sent a workload, as the tables of
@@ -35,16 +36,12 @@ func PlacementOf(d evaluator.Directives) Placement {
 }
 
 // SchedulerName is the pods' spec.schedulerName for Mandate's scheduler
-// name of the directives ("kai", "volcano", "default"); any other name
-// (or none) is taken to be a schedulerName already.
+// name of the directives ("kai", "volcano", "default"); a scheduler whose
+// pods keep theirs (Kueue), or any other name (or none), is returned as it
+// is, being taken to be a schedulerName already.
 func SchedulerName(scheduler string) string {
-	switch scheduler {
-	case "kai":
-		return KAISchedulerName
-	case "volcano":
-		return VolcanoSchedulerName
-	case "default":
-		return "default-scheduler"
+	if f, ok := facts.Lookup(scheduler); ok && f.SchedulerName != "" {
+		return f.SchedulerName
 	}
 	return scheduler
 }

@@ -8,46 +8,42 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// KAI Scheduler v0.17 keys (see docs/architecture.md, "Scheduler
-// contracts"). Its
-// podgrouper builds the PodGroup from the top owner's labels and annotations.
-const (
+// KAI Scheduler's keys, as the registry (package facts) declares them. Its
+// podgrouper builds the PodGroup from the top owner's labels and
+// annotations.
+var (
 	// KAISchedulerName is the pods' spec.schedulerName.
-	KAISchedulerName = "kai-scheduler"
+	KAISchedulerName = facts.KAI.SchedulerName
 	// LabelKAIQueue names the KAI queue of the top owner.
-	LabelKAIQueue = "kai.scheduler/queue"
+	LabelKAIQueue = facts.KAI.Queue.Name
 	// LabelKAIPriorityClass names the top owner's priority class.
-	LabelKAIPriorityClass = "priorityClassName"
+	LabelKAIPriorityClass = facts.KAI.PriorityClass.Name
 	// AnnotationKAITopology names the KAI Topology CR the placement keys
 	// refer to.
-	AnnotationKAITopology = "kai.scheduler/topology"
+	AnnotationKAITopology = facts.KAI.Topology.Name
 	// AnnotationKAIRequiredPlacement and AnnotationKAIPreferredPlacement
 	// carry node labels of that topology's levels.
-	AnnotationKAIRequiredPlacement  = "kai.scheduler/topology-required-placement"
-	AnnotationKAIPreferredPlacement = "kai.scheduler/topology-preferred-placement"
+	AnnotationKAIRequiredPlacement  = facts.KAI.RequiredTopology.Name
+	AnnotationKAIPreferredPlacement = facts.KAI.PreferredTopology.Name
 	// AnnotationKAIBatchMinMember makes a workload a gang of at least that
 	// many pods (a batch/v1 Job is no gang without it).
-	AnnotationKAIBatchMinMember = "kai.scheduler/batch-min-member"
+	AnnotationKAIBatchMinMember = facts.KAI.GangMin.Name
 )
 
-// kaiAdapter renders directives for KAI Scheduler.
-type kaiAdapter struct{}
+func init() { Register(KAI, applyKAI) }
 
-var _ Adapter = kaiAdapter{}
-
-func (kaiAdapter) Name() string { return KAI }
-
-// Apply labels and annotates the object itself, the top owner KAI's
+// applyKAI labels and annotates the object itself, the top owner KAI's
 // podgrouper reads (a Job, a PyTorchJob, or a bare Pod): queue, priority
 // class and preemptibility labels; topology, required and preferred
 // placement annotations when set; batch-min-member when the gang minimum is
 // more than one pod. Each pod template gets spec.schedulerName
 // kai-scheduler.
-func (kaiAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
-	labels := map[string]string{workload.KAIPreemptibility.Key: workload.KAIPreemptibility.Value(d.Preemptible)}
+func applyKAI(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
+	labels := map[string]string{facts.KAI.Preemptibility.Name: facts.KAI.Preemptibility.Value(d.Preemptible)}
 	if d.Queue != "" {
 		labels[LabelKAIQueue] = d.Queue
 	}

@@ -7,32 +7,29 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// Kueue v0.19 keys. Kueue admits a suspended workload into a ClusterQueue
-// through the LocalQueue its label names (schedsync generates the queues
-// from the same model); the pods then run on the default scheduler.
-const (
+// Kueue's keys, as the registry (package facts) declares them. Kueue
+// admits a suspended workload into a ClusterQueue through the LocalQueue
+// its label names (schedsync generates the queues from the same model);
+// the pods then run on the default scheduler.
+var (
 	// LabelKueueQueueName names the workload's LocalQueue.
-	LabelKueueQueueName = "kueue.x-k8s.io/queue-name"
+	LabelKueueQueueName = facts.Kueue.Queue.Name
 	// LabelKueuePriorityClass names a WorkloadPriorityClass.
-	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
+	LabelKueuePriorityClass = facts.Kueue.PriorityClass.Name
 	// AnnotationKueueRequiredTopology and AnnotationKueuePreferredTopology,
 	// on a pod template, name the node label of a topology level
 	// (Topology-Aware Scheduling) the pod set must (or should) fit in.
-	AnnotationKueueRequiredTopology  = "kueue.x-k8s.io/podset-required-topology"
-	AnnotationKueuePreferredTopology = "kueue.x-k8s.io/podset-preferred-topology"
+	AnnotationKueueRequiredTopology  = facts.Kueue.RequiredTopology.Name
+	AnnotationKueuePreferredTopology = facts.Kueue.PreferredTopology.Name
 )
 
-// kueueAdapter renders directives for Kueue.
-type kueueAdapter struct{}
+func init() { Register(Kueue, applyKueue) }
 
-var _ Adapter = kueueAdapter{}
-
-func (kueueAdapter) Name() string { return Kueue }
-
-// Apply labels the object with its LocalQueue (the directives' queue) and
+// applyKueue labels the object with its LocalQueue (the directives' queue) and
 // WorkloadPriorityClass (the directives' priority class, which the model
 // keeps as a PriorityClass of the same name for the pods), and annotates
 // each pod template with the required level's node label as Kueue's
@@ -40,7 +37,7 @@ func (kueueAdapter) Name() string { return Kueue }
 // (Kueue takes one of the two per pod set). A required level of the node
 // itself (tier 0) is said too: Kueue's levels include the hostname.
 // Pods keep the default scheduler: Kueue admits, kube-scheduler places.
-func (kueueAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
+func applyKueue(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
 	labels := map[string]string{}
 	if d.Queue != "" {
 		labels[LabelKueueQueueName] = d.Queue
@@ -69,7 +66,8 @@ func (kueueAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d
 	return nil
 }
 
-// HoldForKueue suspends obj, a workload created for a tenant on Kueue,
+// HoldForKueue suspends obj, a workload created for a tenant on a
+// scheduler that owns its quota (facts.Scheduler.OwnsQuota: Kueue),
 // through its kind's suspend field (workload.Kind.Suspend); false for a
 // kind without one. Kueue admits a workload by unsuspending it, and its own
 // Job webhook suspends only an object that already carries the queue-name

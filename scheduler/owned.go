@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mandate-dev/mandate/workload"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // OwnedPrefix marks the keys of Mandate itself: its marks (directives,
@@ -13,15 +13,26 @@ import (
 const OwnedPrefix = "mandate.dev/"
 
 // OwnedLabels and OwnedAnnotations are the schedulers' keys the adapters
-// write from a decision: who runs, in which queue, at which priority,
-// preemptible or not, in which gang and topology. Read only.
-var (
-	OwnedLabels      = []string{LabelKAIQueue, LabelKAIPriorityClass, workload.KAIPreemptibility.Key, LabelKueueQueueName, LabelKueuePriorityClass}
-	OwnedAnnotations = []string{
-		AnnotationKAITopology, AnnotationKAIRequiredPlacement, AnnotationKAIPreferredPlacement, AnnotationKAIBatchMinMember,
-		AnnotationGroupName, AnnotationQueueName, workload.VolcanoPreemptable.Key,
+// write from a decision and the scheduler reads from the object or its
+// pods: who runs, in which queue, at which priority, preemptible or not,
+// in which gang and topology. Every registered scheduler's (package facts),
+// except the pod-set annotations a scheduler reads only from the workload.
+// Read only.
+var OwnedLabels, OwnedAnnotations = ownedKeys()
+
+func ownedKeys() (labels, annotations []string) {
+	for _, s := range facts.All() {
+		for _, k := range s.Keys() {
+			switch k.Place {
+			case facts.Label:
+				labels = append(labels, k.Name)
+			case facts.Annotation, facts.PodAnnotation:
+				annotations = append(annotations, k.Name)
+			}
+		}
 	}
-)
+	return labels, annotations
+}
 
 // ChangedOwnedKeys lists the labels and annotations of Mandate's own keys
 // (OwnedPrefix, and the scheduler keys its adapters write) whose value

@@ -9,13 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// PodGroupAPIVersion and PodGroupKind identify Volcano's PodGroup.
+// PodGroupAPIVersion and PodGroupKind identify Volcano's PodGroup, the
+// object the registry says Volcano keeps a gang in (package facts).
+var (
+	PodGroupAPIVersion = facts.Volcano.GroupKinds[0].GVK.GroupVersion().String()
+	PodGroupKind       = facts.Volcano.GroupKinds[0].GVK.Kind
+)
+
 const (
-	PodGroupAPIVersion = "scheduling.volcano.sh/v1beta1"
-	PodGroupKind       = "PodGroup"
 	// LabelManagedBy marks the PodGroups Mandate keeps.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	managedBy      = "mandate"

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -32,12 +33,13 @@ type Adapter interface {
 	Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error
 }
 
-// The scheduler names Directives.Scheduler may carry.
-const (
-	Volcano = "volcano"
-	KAI     = "kai"
-	Kueue   = "kueue"
-	Default = "default"
+// The scheduler names Directives.Scheduler may carry, as the registry
+// (package facts) declares them.
+var (
+	Volcano = facts.Volcano.Name
+	KAI     = facts.KAI.Name
+	Kueue   = facts.Kueue.Name
+	Default = facts.Default.Name
 )
 
 var (
@@ -52,27 +54,19 @@ var (
 // For returns the adapter for a Directives.Scheduler value; "" means the
 // default scheduler.
 func For(scheduler string) (Adapter, error) {
-	switch scheduler {
-	case Volcano:
-		return volcanoAdapter{}, nil
-	case KAI:
-		return kaiAdapter{}, nil
-	case Kueue:
-		return kueueAdapter{}, nil
-	case Default, "":
-		return defaultAdapter{}, nil
+	if scheduler == "" {
+		scheduler = Default
 	}
-	return nil, fmt.Errorf("%w %q: known schedulers are %s, %s, %s and %s", ErrUnknownScheduler, scheduler, Volcano, KAI, Kueue, Default)
+	if in, ok := Lookup(scheduler); ok {
+		return in, nil
+	}
+	return nil, fmt.Errorf("%w %q: known schedulers are %s", ErrUnknownScheduler, scheduler, facts.List(Names()))
 }
 
-// defaultAdapter renders only what every scheduler understands.
-type defaultAdapter struct{}
+func init() { Register(Default, applyDefault) }
 
-var _ Adapter = defaultAdapter{}
-
-func (defaultAdapter) Name() string { return Default }
-
-func (defaultAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
+// applyDefault renders only what every scheduler understands.
+func applyDefault(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
 	_, err := applyCommon(obj, w, d)
 	return err
 }

@@ -9,31 +9,25 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// Volcano v1.15 keys, checked against the real vc-scheduler and against
-// Volcano's CRDs in testdata/crds (see docs/architecture.md, "Scheduler
-// contracts").
-const (
+// Volcano's keys, as the registry (package facts) declares them.
+var (
 	// VolcanoSchedulerName is the pods' spec.schedulerName.
-	VolcanoSchedulerName = "volcano"
+	VolcanoSchedulerName = facts.Volcano.SchedulerName
 	// AnnotationGroupName names the PodGroup a pod belongs to; Volcano never
 	// schedules a pod without one, and its own pod-group controller leaves
 	// annotated pods alone.
-	AnnotationGroupName = "scheduling.k8s.io/group-name"
+	AnnotationGroupName = facts.Volcano.GroupName.Name
 	// AnnotationQueueName names the pod's Volcano queue.
-	AnnotationQueueName = "scheduling.volcano.sh/queue-name"
+	AnnotationQueueName = facts.Volcano.Queue.Name
 )
 
-// volcanoAdapter renders directives for Volcano.
-type volcanoAdapter struct{}
+func init() { Register(Volcano, applyVolcano) }
 
-var _ Adapter = volcanoAdapter{}
-
-func (volcanoAdapter) Name() string { return Volcano }
-
-// Apply sets, on every pod template, spec.schedulerName volcano, the queue
+// applyVolcano sets, on every pod template, spec.schedulerName volcano, the queue
 // and preemptable annotations, and the group-name annotation naming the
 // PodGroup Mandate keeps for the gang (PodGroupName). Only a pod a
 // controller created (one with a controlling owner) keeps a group it
@@ -54,7 +48,7 @@ func (volcanoAdapter) Name() string { return Volcano }
 // label LabelGang=PodGroupName and a pod affinity among the pods carrying
 // it on the level's node label (kubernetes.io/hostname in the example
 // model): required for a required level, preferred for a preferred one.
-func (volcanoAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
+func applyVolcano(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives) error {
 	if err := validateName("Volcano queue", d.Queue); err != nil {
 		return err
 	}
@@ -82,7 +76,7 @@ func (volcanoAdapter) Apply(obj *unstructured.Unstructured, w workload.Workload,
 		if d.Queue != "" {
 			t.setAnnotation(AnnotationQueueName, d.Queue)
 		}
-		t.setAnnotation(workload.VolcanoPreemptable.Key, workload.VolcanoPreemptable.Value(d.Preemptible))
+		t.setAnnotation(facts.Volcano.Preemptibility.Name, facts.Volcano.Preemptibility.Value(d.Preemptible))
 	}
 	if l, ok := volcanoNodeLevel(w, d); ok {
 		for _, t := range templates {

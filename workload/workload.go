@@ -131,7 +131,7 @@ type Workload struct {
 	Topology TopologyRequest `json:"topology"`
 	// RequestedPreemptible is set when the object's own labels or
 	// annotations ask for a preemptibility through a scheduler's native
-	// key (PreemptibilityKeys): false asks to be non-preemptible, which
+	// key (facts.PreemptibilityKeys): false asks to be non-preemptible, which
 	// only the authority model may grant. RequestedPreemptibleBy names the
 	// key=value that asks.
 	RequestedPreemptible   *bool  `json:"requestedPreemptible,omitempty"`

@@ -70,7 +70,6 @@ func runReport(ctx context.Context, out io.Writer, o auditOptions) (int, error) 
 	}
 	rep, err := clusterreport.Build(ctx, inv, sched, clusterreport.Options{
 		Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision(), Exempt: o.exempt},
-		Data:    ev.Data(),
 	})
 	if err != nil {
 		return 0, err

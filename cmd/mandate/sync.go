@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/schedsync"
 )
 
@@ -30,7 +32,7 @@ type syncOptions struct {
 func newSyncCommand() *cobra.Command {
 	var o syncOptions
 	cmd := &cobra.Command{
-		Use:   "sync [--policies DIR | --bundle FILE] [--kubeconfig FILE] [--schedulers volcano,kai,kueue] [--dry-run] [--diff] [--check] [-o table|json]",
+		Use:   "sync [--policies DIR | --bundle FILE] [--kubeconfig FILE] [--schedulers " + strings.Join(schedsync.AllSchedulers(), ",") + "] [--dry-run] [--diff] [--check] [-o table|json]",
 		Short: "Configure the schedulers from the authority model: priority classes, queues, topologies",
 		Long: `Render, from the authority model, the objects the admission directives name
 — PriorityClasses for the tiers; Volcano Queues and HyperNodes; KAI Queues and
@@ -60,7 +62,7 @@ a write fails, 2 on bad input.`,
 	f.StringVar(&o.policies, "policies", "", "policy directory to take the model from (default: the embedded default authority model)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to configure (default: $KUBECONFIG, or ~/.kube/config)")
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
-	f.StringSliceVar(&o.schedulers, "schedulers", nil, "schedulers to configure: "+strings.Join(schedsync.AllSchedulers, ",")+" (default: those the model's tenants use)")
+	f.StringSliceVar(&o.schedulers, "schedulers", nil, "schedulers to configure: "+strings.Join(schedsync.AllSchedulers(), ",")+" (default: those the model's tenants use)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "server-side dry run: validate every write, change nothing")
 	f.BoolVar(&o.diff, "diff", false, "print what would change, change nothing")
 	f.BoolVar(&o.check, "check", false, "list every difference between model and cluster, change nothing; exit 1 when there is any")
@@ -83,7 +85,11 @@ func runSync(ctx context.Context, out io.Writer, o syncOptions) error {
 	if err != nil {
 		return bad(err)
 	}
-	spec, err := schedsync.FromData(policy.Data)
+	// The model is checked as activation checks it, and read once.
+	if err := modelcheck.Validate(policy.Data); err != nil {
+		return bad(err)
+	}
+	spec, err := model.FromData(policy.Data)
 	if err != nil {
 		return bad(err)
 	}

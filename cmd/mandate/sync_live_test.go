@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -317,11 +318,11 @@ func quota(m map[string]any, tenant string) map[string]any {
 // renderModel is what sync should create from the model on the test's cluster.
 func renderModel(t *testing.T, c client.Client, m map[string]any) []schedsync.Object {
 	t.Helper()
-	spec, err := schedsync.FromData(map[string]any{"mandate": map[string]any{"model": m}})
+	spec, err := model.FromData(map[string]any{"mandate": map[string]any{"model": m}})
 	require.NoError(t, err)
 	cluster, err := schedsync.Syncer{Client: c}.ReadCluster(context.Background())
 	require.NoError(t, err)
-	objs, err := schedsync.Render(spec, cluster, schedsync.Options{Schedulers: schedsync.AllSchedulers})
+	objs, err := schedsync.Render(spec, cluster, schedsync.Options{Schedulers: schedsync.AllSchedulers()})
 	require.NoError(t, err)
 	return objs
 }

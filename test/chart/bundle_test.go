@@ -257,6 +257,6 @@ func TestChartFlagsExist(t *testing.T) {
 		named = append(named, k)
 		assert.Regexp(t, `no such file or directory|is not a directory`, msg, "only missing paths are wrong: %s", line)
 	}
-	assert.ElementsMatch(t, []string{"webhook.certDir", "bundle.verificationKey", "bundle.persistDir", "bundle.bearerTokenFile", "bundle.caFile", "bundle.serviceConfig"}, named,
+	assert.ElementsMatch(t, []string{"webhook.certDir", "webhook.clientCAFile", "bundle.verificationKey", "bundle.persistDir", "bundle.bearerTokenFile", "bundle.caFile", "bundle.serviceConfig"}, named,
 		"mandate serve %s:\n%s", strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "), out)
 }

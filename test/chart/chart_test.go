@@ -75,6 +75,8 @@ var nonDefault = []string{
 	"--set", "sync.mode=report",
 	"--set", "sync.interval=2m",
 	"--set", "sync.schedulers={volcano,kueue}",
+	"--set", "webhook.clientAuth.caConfigMap=apiserver-client-ca",
+	"--set", "webhook.clientAuth.commonName=",
 }
 
 // caBundle is base64 of a (placeholder) PEM block; the API server only
@@ -115,7 +117,7 @@ func TestTemplateDefaults(t *testing.T) {
 			"ClusterRole/mandate", "ClusterRoleBinding/mandate", "ClusterRole/mandate-metrics-reader",
 			// The authority metrics' reads and Lease.
 			"ClusterRole/mandate-authority", "ClusterRoleBinding/mandate-authority", "Role/mandate-authority", "RoleBinding/mandate-authority",
-			"Certificate/mandate-ca", "Certificate/mandate-serving",
+			"Certificate/mandate-ca", "Certificate/mandate-serving", "Certificate/mandate-apiserver-client",
 			"Deployment/mandate", "Issuer/mandate-ca", "Issuer/mandate-selfsigned",
 			"MutatingWebhookConfiguration/mandate", "PodDisruptionBudget/mandate",
 			"Service/mandate", "ServiceAccount/mandate", "ValidatingWebhookConfiguration/mandate",
@@ -166,6 +168,30 @@ func TestTemplateDefaults(t *testing.T) {
 		selfSigned, _, _ := unstructured.NestedString(ca.Object, "spec", "issuerRef", "name")
 		_, found, _ := unstructured.NestedMap(find(t, objs, "Issuer", selfSigned).Object, "spec", "selfSigned")
 		assert.True(t, found, "the CA is signed by a selfSigned Issuer")
+	})
+
+	t.Run("only the API server may call the webhooks", func(t *testing.T) {
+		// serve requires a client certificate from the chart's CA (the
+		// serving Secret's ca.crt) for the API server's name; the same CA
+		// issues that certificate for the control plane to present.
+		args := typed[appsv1.Deployment](t, find(t, objs, "Deployment", fullname)).Spec.Template.Spec.Containers[0].Args
+		assert.Contains(t, args, "--client-ca-file=/tls/ca.crt")
+		assert.Contains(t, args, "--client-cn=kube-apiserver")
+		client := find(t, objs, "Certificate", "mandate-apiserver-client")
+		cn, _, _ := unstructured.NestedString(client.Object, "spec", "commonName")
+		assert.Equal(t, "kube-apiserver", cn)
+		usages, _, _ := unstructured.NestedStringSlice(client.Object, "spec", "usages")
+		assert.Contains(t, usages, "client auth")
+		issuer, _, _ := unstructured.NestedString(client.Object, "spec", "issuerRef", "name")
+		serving := find(t, objs, "Certificate", servingCert)
+		servingIssuer, _, _ := unstructured.NestedString(serving.Object, "spec", "issuerRef", "name")
+		assert.Equal(t, servingIssuer, issuer, "one CA signs the serving certificate and the API server's client certificate")
+
+		off := render(t, release, namespace, "--set", "webhook.clientAuth.enabled=false")
+		for _, arg := range typed[appsv1.Deployment](t, find(t, off, "Deployment", fullname)).Spec.Template.Spec.Containers[0].Args {
+			assert.NotContains(t, arg, "--client-", "clientAuth off")
+		}
+		assert.NotContains(t, keys(off), "Certificate/mandate-apiserver-client")
 	})
 
 	t.Run("deployment", func(t *testing.T) {
@@ -270,6 +296,19 @@ func TestTemplateNonDefault(t *testing.T) {
 	d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", fullname))
 	checkDeployment(t, d, 3, "mandate-serving-tls")
 	spec := d.Spec.Template.Spec
+	// The API server's client CA from the operator's ConfigMap, any name.
+	assert.Contains(t, spec.Containers[0].Args, "--client-ca-file=/etc/mandate/client-ca/ca.crt")
+	for _, arg := range spec.Containers[0].Args {
+		assert.NotContains(t, arg, "--client-cn", "commonName empty: any certificate the CA signed")
+	}
+	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "client-ca", MountPath: "/etc/mandate/client-ca", ReadOnly: true})
+	clientCA := false
+	for _, v := range spec.Volumes {
+		if v.Name == "client-ca" {
+			clientCA = v.ConfigMap != nil && v.ConfigMap.Name == "apiserver-client-ca"
+		}
+	}
+	assert.True(t, clientCA, "the client-ca volume is the ConfigMap")
 	require.NotNil(t, spec.Affinity)
 	require.NotNil(t, spec.Affinity.PodAntiAffinity)
 	assert.NotEmpty(t, spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, "spread=hard")
@@ -320,6 +359,9 @@ func TestValuesRejected(t *testing.T) {
 		{"timeoutSeconds as a string", []string{"--set-string", "webhook.timeoutSeconds=3"}, "/webhook/timeoutSeconds"},
 		{"no cert-manager and no TLS", []string{"--set", "certManager.enabled=false"}, "tls.secretName"},
 		{"no cert-manager and no CA bundle", []string{"--set", "certManager.enabled=false", "--set", "tls.secretName=s"}, "tls.caBundle"},
+		{"client authentication without cert-manager and without a CA", []string{"--set", "certManager.enabled=false", "--set", "tls.secretName=s", "--set", "tls.caBundle=" + caBundle},
+			"webhook.clientAuth.enabled is true without cert-manager: set webhook.clientAuth.caConfigMap"},
+		{"client authentication in selfSigned mode without a CA", []string{"--set", "certs.mode=selfSigned"}, "webhook.clientAuth.caConfigMap"},
 		{"policy ConfigMap without files", []string{"--set", "policies.source=configMap"}, "policies.configMap.name"},
 		{"bundle without a URL", []string{"--set", "policies.source=bundle"},
 			"policies.source is bundle: set policies.bundle.url to the http(s), s3:// or oci:// URL of the policy bundle"},

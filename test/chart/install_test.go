@@ -1,8 +1,14 @@
 package chart
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,8 +18,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,9 +29,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mandate-dev/mandate/certs"
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -49,7 +60,7 @@ func TestInstall(t *testing.T) {
 	values := writeModelValues(t)
 	objs := render(t, release, namespace, "--include-crds", "--set", "policies.source=configMap", "--values", values)
 	bin := buildMandate(t)
-	env := envtest.Start(t, envtest.WithCertManagerCRDs(), envtest.WithPyTorchJobCRD(), envtest.WithAuditLog())
+	env := envtest.Start(t, envtest.WithCertManagerCRDs(), envtest.WithPyTorchJobCRD(), envtest.WithAuditLog(), envtest.WithWebhookClientCert())
 	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(5*time.Minute))
 	defer cancel()
 	c := env.Client
@@ -151,6 +162,38 @@ func TestInstall(t *testing.T) {
 		assert.True(t, serve.logged(func(line string) bool {
 			return strings.Contains(line, `"logger":"decision"`) && strings.Contains(line, `"detr-urgent"`) && strings.Contains(line, `"enforcement":"dryrun"`)
 		}), "the decision log records the dryrun violation")
+	})
+
+	t.Run("only the API server may call the webhooks", func(t *testing.T) {
+		// The pods above reached serve through the API server, which
+		// presents its client certificate. A review POSTed straight to
+		// the replica is refused at the handshake, before it is read:
+		// without a certificate, and with one another CA signed for the
+		// API server's name. No decision is logged and no ledger moves.
+		ledgers := func() map[string]string {
+			var l unstructured.UnstructuredList
+			l.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind("TenantLedgerList"))
+			require.NoError(t, c.List(ctx, &l))
+			rv := map[string]string{}
+			for _, o := range l.Items {
+				rv[o.GetName()] = o.GetResourceVersion()
+			}
+			return rv
+		}
+		before := ledgers()
+		require.NotEmpty(t, before, "the chart's shared ledger holds the decided pods")
+		other, err := certs.NewCA("not-the-api-servers-ca", time.Now(), time.Hour)
+		require.NoError(t, err)
+		forged, err := certs.IssueClient(other, envtest.WebhookClientCN, time.Now(), time.Hour)
+		require.NoError(t, err)
+		for name, client := range map[string]*certs.KeyPair{"no certificate": nil, "another CA's certificate": forged} {
+			err := postReview(serve, client, forgedGPUPod("platform", "forged-"+strings.ReplaceAll(name, " ", "-")))
+			require.Error(t, err, "%s: a caller other than the API server is refused", name)
+			assert.Contains(t, err.Error(), "tls", "%s: refused at the TLS handshake", name)
+		}
+		assert.False(t, serve.logged(func(line string) bool { return strings.Contains(line, `"forged-`) }),
+			"no decision was made for a forged review")
+		assert.Equal(t, before, ledgers(), "no hold changed")
 	})
 
 	t.Run("a tenant label is guarded on every namespace", func(t *testing.T) {
@@ -312,4 +355,49 @@ func mandateKeys(m map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// forgedGPUPod is an AdmissionReview of a create of a one-GPU pod in ns, as
+// the API server would send it.
+func forgedGPUPod(ns, name string) []byte {
+	pod := podIn(ns, name, "")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		panic(err)
+	}
+	review, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID(name), Operation: admissionv1.Create,
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: ns, Name: name, Object: runtime.RawExtension{Raw: raw},
+			UserInfo: authenticationv1.UserInfo{Username: "system:admin", Groups: []string{"system:masters"}}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return review
+}
+
+// postReview POSTs an AdmissionReview to serve's /mutate straight, not
+// through the API server, presenting client (none when nil).
+func postReview(serve *serveProcess, client *certs.KeyPair, review []byte) error {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(serve.servingCA)
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if client != nil {
+		pair, err := tls.X509KeyPair(client.CertPEM, client.KeyPEM)
+		if err != nil {
+			return err
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	resp, err := hc.Post(serve.webhook+"/mutate", "application/json", bytes.NewReader(review))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return fmt.Errorf("answered %s", resp.Status)
 }

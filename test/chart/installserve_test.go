@@ -31,6 +31,10 @@ type serveProcess struct {
 	out    *syncBuffer
 	done   chan error
 	health string
+	// webhook is the webhook server's https://host:port; servingCA
+	// verifies its certificate.
+	webhook   string
+	servingCA []byte
 }
 
 // startServe runs the binary with the Deployment's arguments and
@@ -51,17 +55,28 @@ func startServe(ctx context.Context, t *testing.T, env *envtest.Env, bin string,
 	policies := mountConfigMap(ctx, t, env.Client, spec, "policies")
 
 	health := freeAddr(t)
+	// The chart requires the API server's client certificate
+	// (webhook.clientAuth): serve reads the CA that signed the Env's.
+	clientCA := ""
+	if env.WebhookClientCA != nil {
+		clientCA = filepath.Join(t.TempDir(), "client-ca.crt")
+		require.NoError(t, os.WriteFile(clientCA, env.WebhookClientCA.CertPEM, 0o600))
+	}
 	replace := map[string]string{
-		"--cert-dir":     wio.LocalServingCertDir,
-		"--port":         strconv.Itoa(wio.LocalServingPort),
-		"--health-addr":  health,
-		"--metrics-addr": "0",
-		"--policies":     policies,
+		"--client-ca-file": clientCA,
+		"--cert-dir":       wio.LocalServingCertDir,
+		"--port":           strconv.Itoa(wio.LocalServingPort),
+		"--health-addr":    health,
+		"--metrics-addr":   "0",
+		"--policies":       policies,
 	}
 	args := []string{container.Args[0], "--host=" + wio.LocalServingHost,
 		"--kubeconfig=" + impersonatingKubeconfig(t, env, "system:serviceaccount:"+namespace+":"+spec.ServiceAccountName)}
 	for _, a := range container.Args[1:] {
 		flag, _, _ := strings.Cut(a, "=")
+		if flag == "--client-ca-file" && clientCA == "" {
+			t.Fatal("the Deployment requires the API server's client certificate (--client-ca-file): start the Env WithWebhookClientCert")
+		}
 		if v, ok := replace[flag]; ok {
 			a = flag + "=" + v
 		}
@@ -77,7 +92,8 @@ func startServe(ctx context.Context, t *testing.T, env *envtest.Env, bin string,
 			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 		}
 	}
-	s := &serveProcess{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1), health: health}
+	s := &serveProcess{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1), health: health,
+		webhook: fmt.Sprintf("https://%s:%d", wio.LocalServingHost, wio.LocalServingPort), servingCA: wio.LocalServingCAData}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	require.NoError(t, cmd.Start())
 	go func() { s.done <- cmd.Wait() }()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mandate-dev/mandate/internal/schedgen"
 )
 
 // TestChartRulesAreGenerated: the chart's webhook and RBAC rules for the
@@ -25,4 +27,19 @@ func TestChartRulesAreGenerated(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(root, chartDir, "templates", "_rules.tpl"))
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got), "run `make chart-rules` after registering a kind")
+}
+
+// TestSchedulerFilesAreGenerated: the model schema's scheduler enum and the
+// chart's RBAC rules for the schedulers' objects are what `make
+// chart-rules` writes from the scheduler registry, so registering a
+// scheduler without regenerating fails here.
+func TestSchedulerFilesAreGenerated(t *testing.T) {
+	root := repoRoot(t)
+	files, err := schedgen.Generate(root)
+	require.NoError(t, err)
+	for path, want := range files {
+		got, err := os.ReadFile(filepath.Join(root, path))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%s: run `make chart-rules` after registering a scheduler", path)
+	}
 }

@@ -24,7 +24,9 @@ import (
 
 const caSecretName = "mandate-webhook-ca"
 
-var selfSignedValues = []string{"--set", "certs.mode=selfSigned"}
+// Without cert-manager the API server's client CA is a ConfigMap of the
+// operator's (webhook.clientAuth.caConfigMap).
+var selfSignedValues = []string{"--set", "certs.mode=selfSigned", "--set", "webhook.clientAuth.caConfigMap=apiserver-client-ca"}
 
 // TestTemplateSelfSigned: certs.mode selfSigned renders nothing of
 // cert-manager, no caBundle (mandate serve sets it), an emptyDir for the

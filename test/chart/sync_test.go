@@ -33,7 +33,7 @@ func TestTemplateSync(t *testing.T) {
 		}
 		return false
 	}
-	for _, k := range schedsync.Kinds(schedsync.AllSchedulers) {
+	for _, k := range schedsync.Kinds(schedsync.AllSchedulers()) {
 		resource := plural(strings.ToLower(k.GVK.Kind))
 		for _, verb := range []string{"get", "list", "create", "patch", "delete"} {
 			assert.True(t, allows(k.GVK.Group, resource, verb), "%s %s.%s", verb, resource, k.GVK.Group)

@@ -136,7 +136,7 @@ func TestLevelsReachVolcano(t *testing.T) {
 			t.Fatalf("set the Queue %s: %v", state, err)
 		}
 		envtest.WaitFor(t, 20*time.Second, "Mandate to see the Queue "+state, func() bool {
-			return s.srv.Service.SchedulerObjects.Lookup(cluster.VolcanoQueueGVK, queue).State == state
+			return s.srv.Service.SchedulerObjects.Lookup(cluster.VolcanoQueueGVK, "", queue).State == state
 		})
 		warnings.reset()
 		if err := c.Create(ctx, object(t, fmt.Sprintf(visionOneNode, "detr-"+strings.ToLower(state))), client.DryRunAll); err != nil {
@@ -258,8 +258,8 @@ func TestLevelsReachKAI(t *testing.T) {
 		}
 	}
 	envtest.WaitFor(t, 20*time.Second, "Mandate to see the KAI Queue and Topology", func() bool {
-		return s.srv.Service.SchedulerObjects.Lookup(cluster.KAIQueueGVK, "platform").Presence == cluster.Present &&
-			s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "helix-fabric").Presence == cluster.Present
+		return s.srv.Service.SchedulerObjects.Lookup(cluster.KAIQueueGVK, "", "platform").Presence == cluster.Present &&
+			s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "", "helix-fabric").Presence == cluster.Present
 	})
 	assertWarnings("a Topology without the node level", admit(), []string{
 		"KAI topology helix-fabric has no level on node label kubernetes.io/hostname: the required topology level node is advisory for KAI; run `mandate sync`",
@@ -270,7 +270,7 @@ func TestLevelsReachKAI(t *testing.T) {
 		t.Fatalf("delete Topology: %v", err)
 	}
 	envtest.WaitFor(t, 20*time.Second, "Mandate to see the Topology gone", func() bool {
-		return s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "helix-fabric").Presence == cluster.Missing
+		return s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "", "helix-fabric").Presence == cluster.Missing
 	})
 	topo = &unstructured.Unstructured{}
 	topo.SetGroupVersionKind(cluster.KAITopologyGVK)
@@ -282,7 +282,7 @@ func TestLevelsReachKAI(t *testing.T) {
 		t.Fatalf("create Topology: %v", err)
 	}
 	envtest.WaitFor(t, 20*time.Second, "Mandate to see the Topology's node level", func() bool {
-		return len(s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "helix-fabric").NodeLabels) == 2
+		return len(s.srv.Service.SchedulerObjects.Lookup(cluster.KAITopologyGVK, "", "helix-fabric").NodeLabels) == 2
 	})
 	assertWarnings("Queue and Topology with the level", admit(), nil)
 }

@@ -59,6 +59,11 @@ func TestObservability(t *testing.T) {
 	authority := scrape(t, metricsAddr)
 	assert.Equal(t, 256.0, value(authority, "mandate_tenant_gpus",
 		map[string]string{"tenant": "research-llm", "resource": "nvidia.com/gpu", "measure": "ceiling"}))
+	// A per-product ceiling has its own series beside the resource's.
+	assert.Equal(t, 160.0, value(authority, "mandate_tenant_gpus",
+		map[string]string{"tenant": "product", "resource": "nvidia.com/gpu", "product": "", "measure": "ceiling"}))
+	assert.Equal(t, 32.0, value(authority, "mandate_tenant_gpus",
+		map[string]string{"tenant": "product", "resource": "nvidia.com/gpu", "product": "NVIDIA-B200", "measure": "ceiling"}))
 	for _, name := range []string{"mandate_idle_gpus", "mandate_stranded_gpus", "mandate_unhealthy_gpus", "mandate_blocked_gpus", "mandate_pending_workloads"} {
 		assert.Contains(t, authority, name)
 	}

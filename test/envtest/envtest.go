@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mandate-dev/mandate/certs"
 )
 
 const (
@@ -76,6 +78,9 @@ type Env struct {
 	// AuditLog is the path of the API server's audit log, when started
 	// WithAuditLog.
 	AuditLog string
+	// WebhookClientCA signed the client certificate the API server
+	// presents to admission webhooks; nil unless WithWebhookClientCert.
+	WebhookClientCA *certs.KeyPair
 
 	// apiServerDir is the certificate directory of a restartable API server.
 	apiServerDir string
@@ -101,6 +106,8 @@ type options struct {
 	startTimeout  time.Duration
 	restartable   bool
 	auditLog      bool
+	// webhookClientCert: WithWebhookClientCert.
+	webhookClientCert bool
 }
 
 // WithScheme sets the scheme of the client (and of envtest's conversion

@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mandate-dev/mandate/certs"
 )
 
 // Launch starts the same environment as Start outside `go test` (for
@@ -67,6 +69,15 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 			ce.ControlPlane.Etcd.Configure().Set(a[0], a[1])
 		}
 	}
+	clientDir := ""
+	var clientCA *certs.KeyPair
+	if o.webhookClientCert {
+		var args [][2]string
+		if clientDir, clientCA, args, err = webhookClientDir(); err != nil {
+			return nil, nil, err
+		}
+		o.apiServerArgs = append(o.apiServerArgs, args...)
+	}
 	apiServer := ce.ControlPlane.GetAPIServer()
 	for _, a := range o.apiServerArgs {
 		apiServer.Configure().Set(a[0], a[1])
@@ -76,7 +87,7 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 	certDir := ""
 	if o.restartable {
 		if certDir, err = os.MkdirTemp("", "mandate-apiserver-"); err != nil {
-			return nil, nil, fmt.Errorf("unable to create the API server's certificate directory: %w", err)
+			return nil, nil, errors.Join(fmt.Errorf("unable to create the API server's certificate directory: %w", err), removeAll(clientDir))
 		}
 		apiServer.CertDir = certDir
 	}
@@ -84,7 +95,7 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 	if o.auditLog {
 		var args [][2]string
 		if auditDir, args, err = auditLogDir(); err != nil {
-			return nil, nil, errors.Join(err, removeAll(certDir))
+			return nil, nil, errors.Join(err, removeAll(certDir, clientDir))
 		}
 		for _, a := range args {
 			apiServer.Configure().Set(a[0], a[1])
@@ -98,13 +109,13 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		if stopErr := ce.Stop(); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("stopping after a failed start: %w", stopErr))
 		}
-		return nil, nil, errors.Join(err, removeAll(certDir, auditDir))
+		return nil, nil, errors.Join(err, removeAll(certDir, auditDir, clientDir))
 	}
 	stop = func() error {
 		if err := ce.Stop(); err != nil {
-			return errors.Join(fmt.Errorf("unable to stop the control plane: %w", err), removeAll(certDir, auditDir))
+			return errors.Join(fmt.Errorf("unable to stop the control plane: %w", err), removeAll(certDir, auditDir, clientDir))
 		}
-		return removeAll(certDir, auditDir)
+		return removeAll(certDir, auditDir, clientDir)
 	}
 	fail := func(err error) (*Env, func() error, error) {
 		return nil, nil, errors.Join(err, stop())
@@ -118,15 +129,16 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 		return fail(fmt.Errorf("unable to create a client: %w", err))
 	}
 	return &Env{
-		Config:        cfg,
-		Client:        c,
-		Scheme:        o.scheme,
-		Environment:   ce,
-		RepoRoot:      root,
-		CRDs:          ce.CRDs,
-		apiServerDir:  certDir,
-		apiServerArgs: o.apiServerArgs,
-		AuditLog:      auditLogPath(auditDir),
+		Config:          cfg,
+		Client:          c,
+		Scheme:          o.scheme,
+		Environment:     ce,
+		RepoRoot:        root,
+		CRDs:            ce.CRDs,
+		apiServerDir:    certDir,
+		apiServerArgs:   o.apiServerArgs,
+		AuditLog:        auditLogPath(auditDir),
+		WebhookClientCA: clientCA,
 	}, stop, nil
 }
 

@@ -151,3 +151,22 @@ acts first. A limit below it (90%, as common practice) leaves that headroom.
 {{- end -}}
 {{- div (mul (int64 $num) (int64 (get $units $suffix)) $percent) 100 -}}
 {{- end -}}
+
+{{/*
+The file mandate serve reads the webhook callers' CA from
+(webhook.clientAuth): the clientAuth.caConfigMap's key, else with
+cert-manager the chart's CA beside the serving certificate; "" when client
+authentication is off. Fails when it is on and there is neither.
+*/}}
+{{- define "mandate.clientCAFile" -}}
+{{- $a := .Values.webhook.clientAuth }}
+{{- if $a.enabled }}
+{{- if $a.caConfigMap }}
+{{- printf "/etc/mandate/client-ca/%s" $a.caKey }}
+{{- else if include "mandate.useCertManager" . }}
+{{- print "/tls/ca.crt" }}
+{{- else }}
+{{- fail "webhook.clientAuth.enabled is true without cert-manager: set webhook.clientAuth.caConfigMap to a ConfigMap holding the PEM CA that signs your API server's webhook client certificate, or webhook.clientAuth.enabled=false where the API server cannot present one (docs/security.md)" }}
+{{- end }}
+{{- end }}
+{{- end }}

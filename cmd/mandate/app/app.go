@@ -100,6 +100,14 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err != nil {
 		return nil, err
 	}
+	webhookTLS := []func(*tls.Config){webhook.SecureTLS}
+	if c.Webhook.ClientCAFile != "" {
+		clientAuth, err := webhook.ClientAuth(c.Webhook.ClientCAFile, c.Webhook.ClientCN)
+		if err != nil {
+			return nil, err
+		}
+		webhookTLS = append(webhookTLS, clientAuth)
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("unable to build the scheme: %w", err)
@@ -119,7 +127,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		PprofBindAddress:       c.PprofAddr,
 		Metrics:                metricsOptions(c, s.BundleStatus),
 		WebhookServer: crwebhook.NewServer(crwebhook.Options{Host: c.Webhook.Host, Port: c.Webhook.Port, CertDir: c.Webhook.CertDir,
-			TLSOpts: []func(*tls.Config){webhook.SecureTLS}}),
+			TLSOpts: webhookTLS}),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unable to set up the manager: %w", err)
@@ -256,12 +264,11 @@ func (s *Server) schedulerSync(ctx context.Context, rc *rest.Config, c config.Se
 			if err := s.State.SetModel(ev.Model()); err != nil {
 				return err
 			}
-			return rec.SetModel(ev.Data(), ev.Revision())
+			rec.SetModel(ev.Model(), ev.Revision())
+			return nil
 		})
 	}
-	if err := rec.SetModel(ev.Data(), ev.Revision()); err != nil {
-		return err
-	}
+	rec.SetModel(ev.Model(), ev.Revision())
 	var r manager.Runnable = rec
 	if c.Namespace != "" {
 		r = &elected.Runnable{Run: rec, Lease: schedsync.LeaseName, What: "the scheduler sync", Config: rc, Namespace: c.Namespace}
