@@ -74,6 +74,9 @@ type Result struct {
 	Warned   []evaluator.Violation `json:"warned"`
 	DryRun   []evaluator.Violation `json:"dryrun"`
 	Warnings []string              `json:"warnings"`
+	// Reasons are the model's warnings as data (evaluator.Decision.Reasons):
+	// what explain and the cluster report read, never the text.
+	Reasons []evaluator.Violation `json:"reasons,omitempty"`
 	// Error says why Mandate cannot read the workload (denied as bad input).
 	Error string `json:"error,omitempty"`
 	// Directives the candidate renders; empty when denied.
@@ -142,7 +145,7 @@ func refOf(obj *unstructured.Unstructured, tenant string) WorkloadRef {
 // writes its own, which is no change to the workload.
 func (r *Result) fill(obj *unstructured.Unstructured, rv review.Result) error {
 	d := rv.Decision
-	r.Violations, r.Warned, r.DryRun, r.Warnings = d.Violations, d.Warned, d.DryRun, d.Warnings
+	r.Violations, r.Warned, r.DryRun, r.Warnings, r.Reasons = d.Violations, d.Warned, d.DryRun, d.Warnings, d.Reasons
 	r.Explanations = d.Explanations
 	if !d.Allowed {
 		r.Verdict = VerdictDeny

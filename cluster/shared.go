@@ -405,6 +405,11 @@ func reservationsOf(obj *unstructured.Unstructured) (map[string]ledger.Reservati
 	return rs, nil
 }
 
+// legacySharedSuffix marked shared demand before topology.SharedSuffix,
+// which it collided with: the "@" of a product's key. A replica of the
+// release before writes it until it is replaced.
+const legacySharedSuffix = "@milli"
+
 // parseReservation reads one line of spec.reservations.
 func parseReservation(line string) (string, ledger.Reservation, error) {
 	f := strings.Fields(line)
@@ -428,6 +433,9 @@ func parseReservation(line string) (string, ledger.Reservation, error) {
 		gpus, err := strconv.Atoi(n)
 		if !ok || res == "" || err != nil || gpus < 0 {
 			return "", ledger.Reservation{}, fmt.Errorf("%q is not RESOURCE=GPUS", kv)
+		}
+		if base, ok := strings.CutSuffix(res, legacySharedSuffix); ok {
+			res = ledger.SharedKey(base)
 		}
 		r.GPUs[res] = gpus
 	}

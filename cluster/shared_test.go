@@ -38,4 +38,11 @@ func TestReservationsText(t *testing.T) {
 	}
 	_, err = specOf(map[string]ledger.Reservation{"a key": {Tenant: "t", GPUs: map[string]int{"g": 1}}})
 	assert.Error(t, err)
+
+	// Shared demand as the release before wrote it reads as shared demand,
+	// not as the GPUs of a product named "milli".
+	legacy, err := reservationsOf(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"reservations": "uid/9 product N 1795000000 nvidia.com/gpu@milli=500\n"}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{ledger.SharedKey("nvidia.com/gpu"): 500}, legacy["uid/9"].GPUs)
 }

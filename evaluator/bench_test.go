@@ -3,6 +3,7 @@ package evaluator_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/topology/topologytest"
@@ -309,4 +311,31 @@ func measure(fn func()) measurement {
 	m.nsPerOp = float64(time.Since(start).Nanoseconds()) / float64(m.runs)
 	m.allocs = testing.AllocsPerRun(min(m.runs, 50), fn)
 	return m
+}
+
+// BenchmarkDecisionWaiting: the same decision for a tenant whose ceiling
+// is busy, so that it carries a waiting reason (QUOTA_CEILING_BUSY) with
+// its facts and its warning.
+func BenchmarkDecisionWaiting(b *testing.B) {
+	r := loadReference(b)
+	in := r.input
+	in.Usage = make(map[string]map[string]ledger.Usage, len(r.input.Usage))
+	for t, u := range r.input.Usage {
+		in.Usage[t] = maps.Clone(u)
+	}
+	if in.Usage[in.Workload.Tenant] == nil {
+		in.Usage[in.Workload.Tenant] = map[string]ledger.Usage{}
+	}
+	in.Usage[in.Workload.Tenant][topologytest.GPUResource] = ledger.Usage{Total: 500}
+	ctx := context.Background()
+	d, err := r.eval.Decide(ctx, in)
+	if err != nil || len(d.Warnings) == 0 {
+		b.Fatalf("want a waiting decision: %v %+v", err, d)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.eval.Decide(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

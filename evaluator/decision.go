@@ -42,8 +42,13 @@ type Decision struct {
 	Warned []Violation `json:"warned,omitempty"`
 	// DryRun are violations whose action is dryrun: admitted silently,
 	// only recorded.
-	DryRun     []Violation `json:"dryrun,omitempty"`
-	Warnings   []string    `json:"warnings"`
+	DryRun []Violation `json:"dryrun,omitempty"`
+	// Warnings are the texts a person is shown (the API server's warnings).
+	Warnings []string `json:"warnings"`
+	// Reasons are the model's own warnings (decision.reasons) as data:
+	// each with its code, dimension, facts and message, and Warning, the
+	// text it is among Warnings. Readers act on the facts, never the text.
+	Reasons    []Violation `json:"reasons,omitempty"`
 	Directives Directives  `json:"directives"`
 	// Explanations say, per dimension, the verdict, the limit and the
 	// current value, so a person sees why.
@@ -58,13 +63,50 @@ type Decision struct {
 	ReliedKnown bool           `json:"-"`
 }
 
-// Violation is one reason to deny.
+// Violation is one reason to deny, or to warn (Decision.Reasons): its code,
+// dimension, the facts its message is rendered from, and the message.
 type Violation struct {
 	Code      string    `json:"code"`
 	Dimension Dimension `json:"dimension"`
 	Message   string    `json:"message"`
 	// Enforcement is EnforceDeny, EnforceWarn or EnforceDryRun.
 	Enforcement string `json:"enforcement,omitempty"`
+	Facts
+	// Warning is the text a reason is shown as among Decision.Warnings.
+	Warning string `json:"-"`
+}
+
+// Facts are what a violation or warning is about, as data (mandate.lib.reason
+// in Rego): each is set only where the rule has it, zero otherwise. Codes
+// say what Limit, Current and Needs count: GPUs for quota (the ceiling or
+// the guarantee; the usage against it, total or non-preemptible; the
+// workload's GPUs), pod slots for topology (the largest domain's; those
+// free in the roomiest now; the gang's size).
+type Facts struct {
+	// Tenant holds the limit (the tenant whose ceiling is busy), or is the
+	// workload's.
+	Tenant    string `json:"tenant,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+	// Product is the GPU product of the limit, or the one the workload
+	// asks for; "" for every product.
+	Product string `json:"product,omitempty"`
+	// Level and Domain are the topology level required and the domain the
+	// rule names (the largest, or the roomiest now).
+	Level  string `json:"level,omitempty"`
+	Domain string `json:"domain,omitempty"`
+	// Class is the priority class at issue; Classes those the tenant may
+	// use (or, for QUOTA_OVER_GUARANTEE, the preemptible ones among them).
+	Class   string   `json:"class,omitempty"`
+	Classes []string `json:"classes,omitempty"`
+	// Key is the workload's own scheduler key, Asked the value it asks for
+	// and Queue the queue the model sets instead.
+	Key     string `json:"key,omitempty"`
+	Asked   string `json:"asked,omitempty"`
+	Queue   string `json:"queue,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Current int    `json:"current,omitempty"`
+	Needs   int    `json:"needs,omitempty"`
 }
 
 // Explanation summarises one dimension of a decision.

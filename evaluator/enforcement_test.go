@@ -26,7 +26,8 @@ func TestDecideStagesEnforcement(t *testing.T) {
 	in.Cluster = fixtureSnapshot(t)
 	const msg = "priority class build (100) is above tenant research-vision's tier; it may use: train (50), build-preemptible (75)"
 	staged := func(action string) []evaluator.Violation {
-		return []evaluator.Violation{{Code: "PRIORITY_NOT_ALLOWED", Dimension: evaluator.DimensionPriority, Message: msg, Enforcement: action}}
+		return []evaluator.Violation{{Code: "PRIORITY_NOT_ALLOWED", Dimension: evaluator.DimensionPriority, Message: msg, Enforcement: action,
+			Facts: evaluator.Facts{Tenant: "research-vision", Class: "build", Classes: []string{"train", "build-preemptible"}}}}
 	}
 	for _, tc := range []struct {
 		name         string

@@ -21,6 +21,7 @@ func decodeDecision(v, explanations any) (Decision, error) {
 	d.Violations = r.violations(obj, "violations")
 	d.Warned = r.violations(obj, "warned")
 	d.DryRun = r.violations(obj, "dryrun")
+	d.Reasons = r.violations(obj, "reasons")
 	for i, item := range r.list(obj, "warnings") {
 		s, ok := item.(string)
 		if !ok {
@@ -81,9 +82,73 @@ func (r *reader) violations(obj map[string]any, key string) []Violation {
 		default:
 			r.fail("%s.enforcement is %q, want %s, %s or %s", field, v.Enforcement, EnforceDeny, EnforceWarn, EnforceDryRun)
 		}
+		r.facts(m, field, &v)
 		out = append(out, v)
 	}
 	return out
+}
+
+// facts reads the facts and the warning text of violation m (field names
+// it in messages); keys it does not know are left alone (a custom rule's
+// own). One pass over the keys the violation has, not a lookup per fact.
+func (r *reader) facts(m map[string]any, field string, v *Violation) {
+	for k, raw := range m {
+		var s *string
+		var n *int
+		switch k {
+		case "tenant":
+			s = &v.Tenant
+		case "namespace":
+			s = &v.Namespace
+		case "resource":
+			s = &v.Resource
+		case "product":
+			s = &v.Product
+		case "level":
+			s = &v.Level
+		case "domain":
+			s = &v.Domain
+		case "class":
+			s = &v.Class
+		case "key":
+			s = &v.Key
+		case "asked":
+			s = &v.Asked
+		case "queue":
+			s = &v.Queue
+		case "warning":
+			s = &v.Warning
+		case "limit":
+			n = &v.Limit
+		case "current":
+			n = &v.Current
+		case "needs":
+			n = &v.Needs
+		case "classes":
+			list, ok := raw.([]any)
+			if !ok {
+				r.fail("%s.classes is %T, want an array", field, raw)
+				continue
+			}
+			v.Classes = make([]string, len(list))
+			for i, c := range list {
+				if v.Classes[i], ok = c.(string); !ok {
+					r.fail("%s.classes[%d] is %T, want a string", field, i, c)
+				}
+			}
+			continue
+		default:
+			continue
+		}
+		if s != nil {
+			var ok bool
+			if *s, ok = raw.(string); !ok {
+				r.fail("%s.%s is %T, want a string", field, k, raw)
+			}
+			continue
+		}
+		*n = r.integerAt(m, field, k)
+	}
 }
 
 // reader keeps the first shape error it meets; later reads return zero values.

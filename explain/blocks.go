@@ -3,10 +3,8 @@ package explain
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,9 +20,6 @@ import (
 // ErrBadTarget is wrapped when the workload asked about cannot be found or
 // is not governed: bad input, not a blocked workload.
 var ErrBadTarget = errors.New("no such workload")
-
-// busyCeiling reads QUOTA_CEILING_BUSY's message.
-var busyCeiling = regexp.MustCompile(`tenant (\S+) uses (\d+) of its (\d+) (\S+) ceiling; this workload needs (\d+) and waits in the queue until (\d+) more are released`)
 
 // holders are the GPU-holding workloads of each tenant, read from the
 // inventory's running pods, and the unhealthy capacity, for the changes
@@ -168,9 +163,6 @@ func (h holders) in(domain string) []holder {
 	return out
 }
 
-// roomiest reads the domain a TOPOLOGY_WAITS message names.
-var roomiest = regexp.MustCompile(`the roomiest \S+ \(([^)]+)\)`)
-
 // describe names at most three holders.
 func describe(list []holder) string {
 	var parts []string
@@ -188,59 +180,100 @@ func describe(list []holder) string {
 	return strings.Join(parts, "; ")
 }
 
-// blockOf turns a violation into a block with its dimension's limit and
-// current value and the change that would unblock it.
+// classes names priority classes with their values: "train (50), build (100)".
+func (h holders) classes(names []string) string {
+	parts := make([]string, len(names))
+	for i, c := range names {
+		parts[i] = fmt.Sprintf("%s (%d)", c, h.model.Priorities[c].Value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// what names the GPUs a quota reason counts: the resource, after the
+// product when the quota is a product's ("NVIDIA-B200 nvidia.com/gpu").
+func what(v evaluator.Violation) string {
+	if v.Product != "" {
+		return v.Product + " " + v.Resource
+	}
+	return v.Resource
+}
+
+// blockOf turns a violation or a waiting reason into a block with its
+// dimension's limit and current value and the change that would unblock
+// it, from the reason's facts (never its message, which is only shown).
 func blockOf(v evaluator.Violation, limits map[string]evaluator.Explanation, e *Explanation, h holders) Block {
 	x := limits[string(v.Dimension)]
 	b := Block{Dimension: string(v.Dimension), Code: v.Code, Message: v.Message, Limit: x.Limit, Current: x.Current}
 	switch v.Code {
 	case "QUOTA_CEILING_BUSY":
 		b.Unblock = "release GPUs of the tenant or raise its ceiling in the authority model"
-		if m := busyCeiling.FindStringSubmatch(v.Message); m != nil {
-			tenant, used, ceiling, resource, short := m[1], m[2], m[3], m[4], m[6]
-			c, _ := strconv.Atoi(ceiling)
-			s, _ := strconv.Atoi(short)
-			b.Limit = fmt.Sprintf("tenant %s ceiling %s %s", tenant, ceiling, resource)
-			b.Current = fmt.Sprintf("%s in use", used)
-			b.Unblock = fmt.Sprintf("release %s %s of tenant %s, or raise its ceiling to %d", short, resource, tenant, c+s)
-			if list := h.under(tenant); len(list) > 0 {
-				b.Unblock += " (" + describe(list) + ")"
-			}
+		if v.Tenant == "" {
+			break // a rule of the policy's own, without the facts
 		}
-	case "QUOTA_EXCEEDS_CEILING", "QUOTA_NO_RESOURCE", "QUOTA_OVER_GUARANTEE":
-		b.Unblock = suggestion(v.Message, "ask for fewer GPUs, or change the tenant's quota in the authority model")
+		short := v.Current + v.Needs - v.Limit
+		b.Limit = fmt.Sprintf("tenant %s ceiling %d %s", v.Tenant, v.Limit, what(v))
+		b.Current = fmt.Sprintf("%d in use", v.Current)
+		b.Unblock = fmt.Sprintf("release %d %s of tenant %s, or raise its ceiling to %d", short, what(v), v.Tenant, v.Limit+short)
+		if list := h.under(v.Tenant); len(list) > 0 {
+			b.Unblock += " (" + describe(list) + ")"
+		}
+	case "QUOTA_EXCEEDS_CEILING":
+		b.Unblock = "ask for fewer GPUs, or change the tenant's quota in the authority model"
+		if v.Tenant != "" {
+			b.Unblock = fmt.Sprintf("ask for at most %d or have the ceiling of %s raised", v.Limit, v.Tenant)
+		}
+	case "QUOTA_NO_RESOURCE":
+		b.Unblock = "ask for a quota or request a GPU resource it has"
+	case "QUOTA_OVER_GUARANTEE":
+		b.Unblock = "ask for fewer GPUs, or change the tenant's quota in the authority model"
+		if len(v.Classes) > 0 {
+			b.Unblock = "use a preemptible class (" + h.classes(v.Classes) + ")"
+		}
 	case "PRIORITY_NOT_ALLOWED", "PRIORITY_UNKNOWN", "PRIORITY_NO_DEFAULT":
-		b.Unblock = "use an allowed priority class (" + strings.TrimPrefix(x.Limit, "allowed: ") + "), or allow this one for the tenant in the authority model"
+		b.Unblock = "use an allowed priority class (" + h.classes(v.Classes) + "), or allow this one for the tenant in the authority model"
 	case "TENANT_MISSING", "TENANT_UNKNOWN":
 		b.Unblock = fmt.Sprintf("label namespace %s with mandate.dev/tenant naming a tenant of the authority model", e.Workload.Namespace)
 	case "TOPOLOGY_NEVER_FITS":
-		b.Unblock = suggestion(v.Message, "it can never run as asked: ask for fewer pods or GPUs per pod")
-		if strings.Contains(v.Message, "no healthy node") {
+		switch {
+		case v.Level == "":
+			b.Unblock = "it can never run as asked: ask for fewer pods or GPUs per pod"
+		case v.Limit > 0:
+			b.Unblock = fmt.Sprintf("ask for at most %d pods or fewer GPUs per pod", v.Limit)
+		default: // no healthy node offers what each pod needs
 			b.Unblock = "ask for another GPU product or fewer GPUs per pod"
 		}
-		b.Unblock += h.repair(v.Message)
+		b.Unblock += h.repair(v)
 	case "TOPOLOGY_WAITS":
 		b.Unblock = "free GPUs within one domain of the required level (finish or preempt work there)"
-		if m := roomiest.FindStringSubmatch(v.Message); m != nil {
-			if list := h.in(m[1]); len(list) > 0 {
-				b.Unblock = fmt.Sprintf("free GPUs in %s, the roomiest: %s", m[1], describe(list))
+		if v.Domain != "" {
+			if list := h.in(v.Domain); len(list) > 0 {
+				b.Unblock = fmt.Sprintf("free GPUs in %s, the roomiest: %s", v.Domain, describe(list))
 			}
 		}
-		b.Unblock += h.repair(v.Message)
+		b.Unblock += h.repair(v)
+	case "PREEMPTION_SELF_EXEMPT":
+		b.Unblock = "remove the key (only the model grants exemptions)"
+	case "SCHEDULER_KEY_OVERRIDDEN":
+		b.Unblock = "change what the rule " + v.Code + " objects to"
+		if v.Limit > 0 { // a gang minimum
+			b.Unblock = "declare the minimum with mandate.dev/min-available"
+		}
 	default:
-		b.Unblock = suggestion(v.Message, "change what the rule "+v.Code+" objects to")
+		b.Unblock = "change what the rule " + v.Code + " objects to"
 	}
 	return b
 }
 
 // repair suggests repairing the unhealthy nodes that could take the
-// workload: those of the product the message names ("(NVIDIA-GB200)"), or
-// all when it names none. "" when there are none.
-func (h holders) repair(msg string) string {
+// workload: those of the GPU product it asks for or of none; of any product
+// when it names none and no domain could take it at all. "" when there are
+// none.
+func (h holders) repair(v evaluator.Violation) string {
 	var names []string
 	gpus := map[string]int{}
+	anyProduct := v.Product == "" && v.Domain == ""
 	for _, n := range h.unhealthy {
-		if n.product != "" && strings.Contains(msg, "(") && !strings.Contains(msg, "("+n.product+")") {
+		if n.product != "" && n.product != v.Product && !anyProduct {
 			continue
 		}
 		names = append(names, n.name)
@@ -257,12 +290,4 @@ func (h holders) repair(msg string) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("; or repair the unhealthy nodes %s (%s out of the fit)", strings.Join(names, ", "), strings.Join(parts, ", "))
-}
-
-// suggestion is the message's own advice (after its last "; "), or def.
-func suggestion(msg, def string) string {
-	if i := strings.LastIndex(msg, "; "); i >= 0 {
-		return msg[i+2:]
-	}
-	return def
 }

@@ -166,9 +166,20 @@ func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Invento
 	for _, v := range res.Violations {
 		e.Blocks = append(e.Blocks, blockOf(v, limits, e, h))
 	}
+	// The reasons that make an admitted workload wait block it; their
+	// warnings are not repeated among the others.
+	shown := map[string]int{}
+	for _, code := range waits {
+		for _, r := range res.Reasons {
+			if r.Code == code {
+				e.Blocks = append(e.Blocks, blockOf(r, limits, e, h))
+				shown[r.Warning]++
+			}
+		}
+	}
 	for _, w := range res.Warnings {
-		if v, ok := waiting(w); ok {
-			e.Blocks = append(e.Blocks, blockOf(v, limits, e, h))
+		if shown[w] > 0 {
+			shown[w]--
 			continue
 		}
 		e.Warnings = append(e.Warnings, w)
@@ -179,19 +190,10 @@ func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Invento
 	return e
 }
 
-// waiting recognises the warnings of an admitted workload that will wait:
-// the quota ceiling is busy, or no domain has room for the gang yet. The
-// decision carries warn-set messages without codes; these two are the
-// model's waiting messages.
-func waiting(w string) (evaluator.Violation, bool) {
-	switch {
-	case strings.Contains(w, "waits in the queue until") && strings.Contains(w, "ceiling"):
-		return evaluator.Violation{Code: "QUOTA_CEILING_BUSY", Dimension: evaluator.DimensionQuota, Message: w}, true
-	case strings.Contains(w, "does not fit right now"):
-		return evaluator.Violation{Code: "TOPOLOGY_WAITS", Dimension: evaluator.DimensionTopology, Message: w}, true
-	}
-	return evaluator.Violation{}, false
-}
+// waits are the codes of the reasons an admitted workload waits for, in
+// the order its blocks name them: its quota ceiling is busy, or no domain
+// has room for the gang yet.
+var waits = []string{"QUOTA_CEILING_BUSY", "TOPOLOGY_WAITS"}
 
 // find looks the target up among the inventory's governed objects.
 func find(inv *audit.Inventory, t Target) (*unstructured.Unstructured, error) {

@@ -106,6 +106,9 @@ type SchedulerObject struct {
 	Phase string `json:"phase,omitempty"`
 	// Conditions as "Type=Status (Reason): message".
 	Conditions []string `json:"conditions,omitempty"`
+	// unschedulable are those of Conditions whose type is Unschedulable
+	// and status True, read from the object, not from the text.
+	unschedulable []string
 	// Capacity and Allocated of a Queue, rendered.
 	Capacity  string `json:"capacity,omitempty"`
 	Allocated string `json:"allocated,omitempty"`
@@ -123,7 +126,8 @@ func schedulerView(obj *unstructured.Unstructured, d *evaluator.Directives, st *
 		if _, _, queue := facts.QueueKindOf(gvk.GroupKind()); queue || o.GetNamespace() != obj.GetNamespace() || !about(o, obj) {
 			continue
 		}
-		so := SchedulerObject{Kind: gvk.Kind, Group: gvk.Group, Name: o.GetName(), Conditions: conditions(o)}
+		so := SchedulerObject{Kind: gvk.Kind, Group: gvk.Group, Name: o.GetName()}
+		so.Conditions, so.unschedulable = conditions(o)
 		so.Phase, _, _ = unstructured.NestedString(o.Object, "status", "phase")
 		out = append(out, so)
 	}
@@ -134,7 +138,7 @@ func schedulerView(obj *unstructured.Unstructured, d *evaluator.Directives, st *
 			if o.GroupVersionKind() == gvk && o.GetName() == q {
 				so.Missing = false
 				so.Phase, _, _ = unstructured.NestedString(o.Object, "status", "state")
-				so.Conditions = conditions(o)
+				so.Conditions, _ = conditions(o)
 				so.Capacity = qk.CapacityPrefix + render(o.Object, qk.CapacityPath...)
 				so.Allocated = render(o.Object, "status", "allocated")
 			}
@@ -179,9 +183,10 @@ func about(o, obj *unstructured.Unstructured) bool {
 	return o.GetName() == obj.GetName()
 }
 
-func conditions(o *unstructured.Unstructured) []string {
+// conditions renders o's status conditions, and says which are
+// Unschedulable=True, from the fields, so no block reads the rendered text.
+func conditions(o *unstructured.Unstructured) (out, unschedulable []string) {
 	list, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-	var out []string
 	for _, c := range list {
 		m, ok := c.(map[string]any)
 		if !ok {
@@ -195,8 +200,11 @@ func conditions(o *unstructured.Unstructured) []string {
 			s += ": " + msg
 		}
 		out = append(out, s)
+		if m["type"] == "Unschedulable" && m["status"] == "True" {
+			unschedulable = append(unschedulable, s)
+		}
 	}
-	return out
+	return out, unschedulable
 }
 
 // render writes a nested map as "k: v, …" sorted; "" when absent.
@@ -230,12 +238,10 @@ func schedulerBlocks(view []SchedulerObject) []Block {
 				Limit:   "state Open", Current: "state " + o.Phase,
 				Unblock: fmt.Sprintf("open queue %s (vcctl queue operate --name %s --action open, or mandate sync)", o.Name, o.Name)})
 		case o.Kind == "PodGroup":
-			for _, c := range o.Conditions {
-				if strings.HasPrefix(c, "Unschedulable=True") {
-					out = append(out, Block{Dimension: "scheduler", Code: "PODGROUP_UNSCHEDULABLE",
-						Message: fmt.Sprintf("PodGroup %s: %s", o.Name, c), Current: "phase " + o.Phase,
-						Unblock: "see the condition's message: the scheduler's own reason"})
-				}
+			for _, c := range o.unschedulable {
+				out = append(out, Block{Dimension: "scheduler", Code: "PODGROUP_UNSCHEDULABLE",
+					Message: fmt.Sprintf("PodGroup %s: %s", o.Name, c), Current: "phase " + o.Phase,
+					Unblock: "see the condition's message: the scheduler's own reason"})
 			}
 		}
 	}

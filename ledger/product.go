@@ -20,8 +20,28 @@ func ProductKey(resource, product string) string {
 	return resource + productSep + product
 }
 
-// IsProductKey says whether a usage key is a ProductKey.
-func IsProductKey(key string) bool { return strings.Contains(key, productSep) }
+// IsProductKey says whether a usage key is a ProductKey, of whole GPUs or
+// of shared ones (a ProductKey's SharedKey).
+func IsProductKey(key string) bool {
+	key, _ = strings.CutSuffix(key, MilliSuffix)
+	return strings.Contains(key, productSep)
+}
+
+// productKeyOf is the key under which key's GPUs count for product: the
+// resource's ProductKey, and for shared demand (SharedKey) that
+// ProductKey's SharedKey, so a product's quota counts the fractions and
+// GPU memory its devices are shared by (folded into whole GPUs like the
+// resource's); "" for a key that is a product's already.
+func productKeyOf(key, product string) string {
+	base, shared := strings.CutSuffix(key, MilliSuffix)
+	if strings.Contains(base, productSep) {
+		return ""
+	}
+	if shared {
+		return SharedKey(ProductKey(base, product))
+	}
+	return ProductKey(base, product)
+}
 
 // WithProduct returns gpus (GPUs per resource) with, when product is set,
 // the same GPUs under each resource's ProductKey: what a workload of that
@@ -30,8 +50,11 @@ func WithProduct(gpus map[string]int, product string) map[string]int {
 	out := make(map[string]int, 2*len(gpus))
 	for res, n := range gpus {
 		out[res] += n
-		if product != "" && !IsProductKey(res) {
-			out[ProductKey(res, product)] += n
+		if product == "" {
+			continue
+		}
+		if k := productKeyOf(res, product); k != "" {
+			out[k] += n
 		}
 	}
 	return out
@@ -91,8 +114,8 @@ func withProduct(gpus topology.Counts, product string) topology.Counts {
 	out := make(topology.Counts, 0, 2*len(gpus))
 	for _, c := range gpus {
 		out = append(out, c)
-		if !IsProductKey(c.Resource) {
-			out = append(out, topology.Count{Resource: ProductKey(c.Resource, product), N: c.N})
+		if k := productKeyOf(c.Resource, product); k != "" {
+			out = append(out, topology.Count{Resource: k, N: c.N})
 		}
 	}
 	if len(out) > 2 {

@@ -95,3 +95,39 @@ func TestMemoryPodsCountTheirShare(t *testing.T) {
 	unmapped.DeletePod("p", "m0")
 	require.Equal(t, 15, unmapped.Usage("product")["product"]["nvidia.com/gpu"].Total)
 }
+
+// TestFractionsCountAgainstTheirProduct: shared GPUs of a product count
+// against that product's quota as well as the resource's, whether the pod
+// names the product or runs on a node of it, and so do their reservations
+// (the eight half-H100 pods that left H100's guarantee of 4 empty
+// for four whole H100 pods).
+func TestFractionsCountAgainstTheirProduct(t *testing.T) {
+	const h100 = "NVIDIA-H100-80GB-HBM3"
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	for i := range 8 {
+		pod := gpuPod("p", fmt.Sprintf("half-%d", i), "build", 0, corev1.PodRunning, nil)
+		pod.Annotations = map[string]string{workload.AnnotationGPUFraction: "0.5"}
+		if i%2 == 0 {
+			pod.Spec.NodeSelector = map[string]string{workload.LabelProduct: h100}
+		} else {
+			pod.Spec.NodeName = "h100-node"
+		}
+		l.UpsertPod(pod)
+	}
+	l.SetNodeProduct("h100-node", h100)
+	usage := l.Usage("product")["product"]
+	require.Equal(t, Usage{Total: 4, NonPreemptible: 4}, usage["nvidia.com/gpu"])
+	require.Equal(t, Usage{Total: 4, NonPreemptible: 4}, usage[ProductKey("nvidia.com/gpu", h100)], "the product's quota sees its fractions")
+	require.Len(t, usage, 2, "milli-GPUs folded out: %v", usage)
+
+	gpus := WithProduct(map[string]int{SharedKey("nvidia.com/gpu"): 1500}, h100)
+	require.Equal(t, map[string]int{SharedKey("nvidia.com/gpu"): 1500, SharedKey(ProductKey("nvidia.com/gpu", h100)): 1500}, gpus)
+	l.Reserve(WorkloadKey("batch/v1", "Job", "p", "more"), "product", gpus, false, time.Minute)
+	usage = l.Usage("product")["product"]
+	require.Equal(t, 6, usage["nvidia.com/gpu"].Total, "4000+1500 milli-GPUs round up to 6")
+	require.Equal(t, 6, usage[ProductKey("nvidia.com/gpu", h100)].Total)
+
+	require.False(t, IsProductKey(SharedKey("nvidia.com/gpu")), "a resource's shared demand is no product's")
+	require.True(t, IsProductKey(SharedKey(ProductKey("nvidia.com/gpu", h100))))
+}

@@ -22,7 +22,13 @@ const maxSharedDevices = 1024
 // SharedSuffix marks, in a node's used GPUs (and in the quota ledger's
 // maps), the milli-GPUs that shared pods take of a resource's devices:
 // SharedKey("nvidia.com/gpu") holds 250 per quarter-GPU pod.
-const SharedSuffix = "@milli"
+//
+// "#" is in neither a resource name (a qualified name) nor a label value
+// (a GPU product), and not the "@" that joins a resource and a product
+// (ledger.ProductKey): a product's shared demand is
+// "nvidia.com/gpu@NVIDIA-H100-80GB-HBM3#milli", and no product name can
+// make its key read as shared demand, or the reverse.
+const SharedSuffix = "#milli"
 
 // SharedKey is the key of shared demand for resource, in milli-GPUs.
 func SharedKey(resource string) string { return resource + SharedSuffix }

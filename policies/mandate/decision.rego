@@ -8,7 +8,9 @@
 #   mandate.enforcement): violations holds the deny-stage ones (any denies),
 #   warned the warn-stage ones (admitted; their messages, prefixed with the
 #   code, are among warnings) and dryrun the dryrun-stage ones (admitted
-#   silently, only recorded).
+#   silently, only recorded). Every violation carries the facts its message
+#   is rendered from (mandate.lib.reason); reasons are the warnings as such
+#   data, each with the text it is shown as among warnings.
 #   relied lists the quota limits the decision took from input.usage (see
 #   mandate.quota.relied), so that it can be committed without deciding
 #   under a lock.
@@ -42,12 +44,10 @@ decision := {
 	"warned": warned,
 	"dryrun": dryrun,
 	"warnings": sort(array.concat(
-		array.concat(
-			[w.message | some w in (quota.warn | topology.warn)],
-			[sprintf("%s: %s", [w.code, w.message]) | some w in directives.warn],
-		),
+		[r.warning | some r in reasons],
 		[m | some v in staged; m := _staged_warning(v)],
 	)),
+	"reasons": reasons,
 	"directives": array.concat([d | d := directives.directives], [{}])[0],
 	"relied": quota.relied,
 } if {
@@ -60,6 +60,16 @@ decision := {
 	warned := [v | some v in staged; v.enforcement == "warn"]
 	dryrun := [v | some v in staged; v.enforcement == "dryrun"]
 }
+
+# reasons are the warn-set warnings as data: each with its code,
+# dimension, message and facts (see mandate.lib.reason), and warning, the
+# text it is shown as among the decision's warnings (an override's message
+# prefixed with its code). The warnings are made from them, so a decision
+# pays for the texts once.
+reasons := array.concat(
+	[object.union(w, {"warning": w.message}) | some w in (quota.warn | topology.warn)],
+	[object.union(w, {"warning": sprintf("%s: %s", [w.code, w.message])}) | some w in directives.warn],
+)
 
 # _staged_warning(v) is what the user is told about a staged violation: a
 # warn-stage one's message, prefixed with its code, or why an enforcement

@@ -112,3 +112,33 @@ test_decision_exports_relied_limits if {
 		with data.mandate.cluster as testing.cluster
 	[[r.tenant, r.busy, r.overGuarantee] | some r in d.relied] == [["lab-a", false, true], ["lab", false, false], ["org", false, false]]
 }
+
+# Reasons: every warn-set warning as data, with the text it is shown as
+# among warnings; the warnings are exactly those texts and the staged ones.
+test_reasons_are_the_warnings_as_data if {
+	inp := object.union(
+		testing.input_for("lab-b", object.union(testing.gang(2, 8), {"schedulerKeys": [{"key": "spec.queue", "asks": "queue", "value": "default"}]})),
+		{"usage": {"lab": {"nvidia.com/gpu": {"total": 70, "nonPreemptible": 0}}}},
+	)
+	d := mandate.decision with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	d.allowed
+	{r.code | some r in d.reasons} == {"QUOTA_CEILING_BUSY", "SCHEDULER_KEY_OVERRIDDEN"}
+	sort([r.warning | some r in d.reasons]) == d.warnings
+	some busy in d.reasons
+	busy.code == "QUOTA_CEILING_BUSY"
+	busy.warning == busy.message
+	[busy.tenant, busy.limit, busy.current, busy.needs] == ["lab", 80, 70, 16]
+	some o in d.reasons
+	o.code == "SCHEDULER_KEY_OVERRIDDEN"
+	o.warning == concat(": ", [o.code, o.message])
+	[o.key, o.asked] == ["spec.queue", "default"]
+}
+
+test_violations_carry_their_facts if {
+	d := mandate.decision with input as _everything_wrong with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	some v in d.violations
+	v.code == "QUOTA_EXCEEDS_CEILING"
+	[v.tenant, v.limit, v.needs, v.enforcement] == ["lab-b", 32, 128, "deny"]
+}

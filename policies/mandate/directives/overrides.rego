@@ -33,7 +33,7 @@ _staged if model.enforcement.SCHEDULER_KEY_OVERRIDDEN
 
 _keys := object.get(input.workload, "schedulerKeys", [])
 
-_overrides contains lib.violation("SCHEDULER_KEY_OVERRIDDEN", "tenancy", sprintf(
+_overrides contains lib.reason("SCHEDULER_KEY_OVERRIDDEN", "tenancy", {"key": k.key, "asked": k.value, "queue": d.queue, "tenant": lib.tenant}, sprintf(
 	"%s asks for queue %q, but the authority model sets queue %q for tenant %s",
 	[k.key, k.value, d.queue, lib.tenant],
 )) if {
@@ -43,7 +43,7 @@ _overrides contains lib.violation("SCHEDULER_KEY_OVERRIDDEN", "tenancy", sprintf
 	k.value != d.queue
 }
 
-_overrides contains lib.violation("SCHEDULER_KEY_OVERRIDDEN", "preemption", sprintf(
+_overrides contains lib.reason("SCHEDULER_KEY_OVERRIDDEN", "preemption", {"key": k.key, "asked": k.value, "limit": d.gangMin}, sprintf(
 	"%s asks for a gang minimum of %s pods, but the authority model sets %d (the elastic minimum, else every pod); declare the minimum with mandate.dev/min-available",
 	[k.key, k.value, d.gangMin],
 )) if {
@@ -54,7 +54,7 @@ _overrides contains lib.violation("SCHEDULER_KEY_OVERRIDDEN", "preemption", spri
 	to_number(k.value) != d.gangMin
 }
 
-_overrides contains lib.violation("SCHEDULER_KEY_OVERRIDDEN", "preemption", sprintf(
+_overrides contains lib.reason("SCHEDULER_KEY_OVERRIDDEN", "preemption", {"key": input.workload.requestedPreemptibleBy, "class": lib.effective_class, "tenant": lib.tenant}, sprintf(
 	"%s asks to be preemptible, but the authority model makes %s work of tenant %s non-preemptible",
 	[input.workload.requestedPreemptibleBy, lib.effective_class, lib.tenant],
 )) if {

@@ -17,6 +17,7 @@ test_overridden_queue_is_named_with_both_values if {
 	w == {{
 		"code": "SCHEDULER_KEY_OVERRIDDEN", "dimension": "tenancy",
 		"message": "label kai.scheduler/queue asks for queue \"root-eng-prod\", but the authority model sets queue \"lab-a-queue\" for tenant lab-a",
+		"key": "label kai.scheduler/queue", "asked": "root-eng-prod", "queue": "lab-a-queue", "tenant": "lab-a",
 	}}
 }
 

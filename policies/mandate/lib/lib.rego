@@ -71,6 +71,18 @@ violation(code, dimension, message) := {
 	"message": message,
 }
 
+# reason is a violation or warning with the facts its message is rendered
+# from, as data the Go side reads instead of the text: the tenant whose
+# quota holds it, the resource and product, the limit, the current value
+# and what the workload needs, the topology level and domain, the classes,
+# keys and namespace it names (each only where it applies; see the Facts of
+# the Go package evaluator). Every violation and warning goes through
+# violation or reason: a test rewords every message here and checks that
+# explain, the cluster report and the authority gauges do not change. (The
+# object is written out rather than made by violation: one function call
+# less on the admission path.)
+reason(code, dimension, facts, message) := object.union(facts, {"code": code, "dimension": dimension, "message": message})
+
 # verdict summarises a dimension's denials, as their enforcement stages them
 # (see mandate.enforcement), and warnings: "deny", "warn", "dryrun" (only
 # dryrun-stage denials: it would deny) or "ok".

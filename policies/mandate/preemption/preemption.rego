@@ -35,7 +35,8 @@ may_preempt := object.get(model.preemption.mayPreempt, lib.effective_class, [])
 deny contains v if {
 	preemptible_flag
 	input.workload.requestedPreemptible == false
-	v := lib.violation("PREEMPTION_SELF_EXEMPT", "preemption", sprintf(
+	facts := {"key": _requested_by, "class": lib.effective_class, "tenant": lib.tenant}
+	v := lib.reason("PREEMPTION_SELF_EXEMPT", "preemption", facts, sprintf(
 		"the workload sets %s itself, but the authority model makes %s work of tenant %s preemptible; remove the key (only the model grants exemptions)",
 		[_requested_by, lib.effective_class, lib.tenant],
 	))

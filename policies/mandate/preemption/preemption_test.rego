@@ -72,3 +72,9 @@ test_who_may_preempt_whom if {
 	preemption.may_preempt == [] with input as testing.input_for("lab", {}) with data.mandate.model as testing.model
 	preemption.explain.limit == "scavenger may preempt: nothing" with input as testing.input_for("lab", {}) with data.mandate.model as testing.model
 }
+
+test_self_exemption_carries_the_key_class_and_tenant if {
+	inp := testing.input_for("lab", {"requestedPreemptible": false, "requestedPreemptibleBy": "sched.example/preemptible=never"})
+	some v in preemption.deny with input as inp with data.mandate.model as testing.model
+	[v.code, v.key, v.class, v.tenant] == ["PREEMPTION_SELF_EXEMPT", "sched.example/preemptible=never", "scavenger", "lab"]
+}

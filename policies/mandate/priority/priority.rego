@@ -22,18 +22,22 @@ _class_ok if {
 	c in lib.allowed_classes
 }
 
-_violation := lib.violation("PRIORITY_NO_DEFAULT", "priority", sprintf(
+# The facts of a priority violation: the tenant, the class asked for (none
+# when its workload class has no default) and the classes it may use.
+_facts := {"tenant": lib.tenant, "classes": lib.allowed_classes}
+
+_violation := lib.reason("PRIORITY_NO_DEFAULT", "priority", _facts, sprintf(
 	"workload class %q has no default priority class in the authority model; set spec.priorityClassName to one of: %s",
 	[lib.workload.class, lib.describe_classes(lib.allowed_classes)],
 )) if {
 	not lib.effective_class
-} else := lib.violation("PRIORITY_UNKNOWN", "priority", sprintf(
+} else := lib.reason("PRIORITY_UNKNOWN", "priority", object.union(_facts, {"class": lib.effective_class}), sprintf(
 	"priority class %q is not a tier of the authority model; tenant %s may use: %s",
 	[c, lib.tenant, lib.describe_classes(lib.allowed_classes)],
 )) if {
 	c := lib.effective_class
 	not model.priorities[c]
-} else := lib.violation("PRIORITY_NOT_ALLOWED", "priority", sprintf(
+} else := lib.reason("PRIORITY_NOT_ALLOWED", "priority", object.union(_facts, {"class": lib.effective_class}), sprintf(
 	"priority class %s (%d) is above tenant %s's tier; it may use: %s",
 	[c, lib.tier.value, lib.tenant, lib.describe_classes(lib.allowed_classes)],
 )) if {

@@ -56,3 +56,8 @@ test_unknown_tenant_has_no_priority_verdict if {
 	count(priority.deny) == 0 with input as testing.input_for("nobody", {"priorityClass": "urgent"}) with data.mandate.model as testing.model
 	not priority.explain with input as testing.input_for("nobody", {}) with data.mandate.model as testing.model
 }
+
+test_priority_violation_carries_the_class_and_the_allowed_ones if {
+	some v in priority.deny with input as testing.input_for("lab-b", {"priorityClass": "standard"}) with data.mandate.model as testing.model
+	[v.code, v.tenant, v.class, v.classes] == ["PRIORITY_NOT_ALLOWED", "lab-b", "standard", ["scavenger", "spot"]]
+}

@@ -40,8 +40,22 @@ _product_limit(t) := [l |
 	p != ""
 	q := model.tenants[t].quota[r].products[p]
 	key := sprintf("%s@%s", [r, p])
-	l := {"tenant": t, "quota": q, "key": key, "usage": object.get(input, ["usage", t, key], _no_usage), "what": sprintf("%s %s", [p, r])}
+	l := {"tenant": t, "quota": q, "key": key, "usage": object.get(input, ["usage", t, key], _no_usage), "what": sprintf("%s %s", [p, r]), "product": p}
 ]
+
+# _facts(l, limit, current) are the facts of a reason about limit l: the
+# tenant that holds it, its resource and product ("" for the resource's
+# quota over every product), the limit, the current value against it and
+# what the workload needs. The warnings, on the admission path, build the
+# same object inline.
+_facts(l, limit, current) := {
+	"tenant": l.tenant,
+	"resource": input.workload.gpuResource,
+	"product": object.get(l, "product", ""),
+	"limit": limit,
+	"current": current,
+	"needs": input.workload.totalGPUs,
+}
 
 # The limited tenants whose ceiling the workload exceeds on its own, whose
 # ceiling it exceeds with their current usage, and whose guarantee it exceeds
@@ -95,7 +109,13 @@ deny contains v if {
 	lib.tenant_known
 	lib.gpu_workload
 	count(_limited) == 0
-	v := lib.violation("QUOTA_NO_RESOURCE", "quota", sprintf(
+	facts := {
+		"tenant": lib.tenant,
+		"resource": input.workload.gpuResource,
+		"product": object.get(input.workload, "gpuProduct", ""),
+		"needs": input.workload.totalGPUs,
+	}
+	v := lib.reason("QUOTA_NO_RESOURCE", "quota", facts, sprintf(
 		"tenant %s has no quota for %s (neither it nor its parents %v); ask for a quota or request a GPU resource it has",
 		[lib.tenant, input.workload.gpuResource, array.slice(lib.chain, 1, count(lib.chain))],
 	))
@@ -104,7 +124,7 @@ deny contains v if {
 deny contains v if {
 	lib.gpu_workload
 	l := _breach[0]
-	v := lib.violation("QUOTA_EXCEEDS_CEILING", "quota", sprintf(
+	v := lib.reason("QUOTA_EXCEEDS_CEILING", "quota", _facts(l, l.quota.ceiling, l.usage.total), sprintf(
 		"the workload needs %d %s but tenant %s's ceiling is %d, so it could never run; ask for at most %d or have the ceiling of %s raised",
 		[input.workload.totalGPUs, l.what, l.tenant, l.quota.ceiling, l.quota.ceiling, l.tenant],
 	))
@@ -116,7 +136,11 @@ warn contains v if {
 	l := _busy[0]
 	n := input.workload.totalGPUs
 	free := l.quota.ceiling - l.usage.total
-	v := lib.violation("QUOTA_CEILING_BUSY", "quota", sprintf(
+
+	# The facts inline, not through _facts: on the admission path a
+	# function call costs about thirty allocations.
+	facts := {"tenant": l.tenant, "resource": input.workload.gpuResource, "product": object.get(l, "product", ""), "limit": l.quota.ceiling, "current": l.usage.total, "needs": n}
+	v := lib.reason("QUOTA_CEILING_BUSY", "quota", facts, sprintf(
 		"tenant %s uses %d of its %d %s ceiling; this workload needs %d and waits in the queue until %d more are released",
 		[l.tenant, l.usage.total, l.quota.ceiling, l.what, n, n - free],
 	))
@@ -137,18 +161,22 @@ _over_guarantee_message(l) := sprintf(
 deny contains v if {
 	model.quotaPolicy.overGuarantee == "deny"
 	over_guarantee
-	v := lib.violation("QUOTA_OVER_GUARANTEE", "quota", sprintf(
+	l := _guarantee[0]
+	facts := object.union(_facts(l, l.quota.guaranteed, l.usage.nonPreemptible), {"classes": _preemptible_allowed})
+	v := lib.reason("QUOTA_OVER_GUARANTEE", "quota", facts, sprintf(
 		"%s; use a preemptible class (%s)",
-		[_over_guarantee_message(_guarantee[0]), lib.describe_classes(_preemptible_allowed)],
+		[_over_guarantee_message(l), lib.describe_classes(_preemptible_allowed)],
 	))
 }
 
 warn contains v if {
 	model.quotaPolicy.overGuarantee == "preemptible"
 	over_guarantee
-	v := lib.violation("QUOTA_TURNED_PREEMPTIBLE", "quota", sprintf(
+	l := _guarantee[0]
+	facts := {"tenant": l.tenant, "resource": input.workload.gpuResource, "product": object.get(l, "product", ""), "limit": l.quota.guaranteed, "current": l.usage.nonPreemptible, "needs": input.workload.totalGPUs}
+	v := lib.reason("QUOTA_TURNED_PREEMPTIBLE", "quota", facts, sprintf(
 		"%s, so it runs preemptible: it may be stopped when guaranteed work needs the GPUs",
-		[_over_guarantee_message(_guarantee[0])],
+		[_over_guarantee_message(l)],
 	))
 }
 

@@ -209,3 +209,44 @@ test_relied_is_empty_without_gpus if {
 	inp := testing.input_for("lab", {"gpusPerPod": 0, "totalGPUs": 0, "gpuResource": ""})
 	quota.relied == [] with input as inp with data.mandate.model as testing.model
 }
+
+# Reasons as data: every quota violation and warning carries the facts its
+# message is rendered from, so no reader parses the text.
+
+test_busy_ceiling_carries_its_facts if {
+	inp := object.union(testing.input_for("lab-b", testing.gang(2, 8)), {"usage": _usage("lab", 70, 0)})
+	some v in quota.warn with input as inp with data.mandate.model as testing.model
+	object.filter(v, {"code", "dimension", "tenant", "resource", "product", "limit", "current", "needs"}) == {
+		"code": "QUOTA_CEILING_BUSY", "dimension": "quota",
+		"tenant": "lab", "resource": "nvidia.com/gpu", "product": "",
+		"limit": 80, "current": 70, "needs": 16,
+	}
+}
+
+test_a_products_busy_ceiling_names_the_product if {
+	some v in quota.warn with input as _svc_input(12, _b200) with data.mandate.model as testing.model
+	v.code == "QUOTA_CEILING_BUSY"
+	[v.tenant, v.resource, v.product, v.limit, v.current, v.needs] == ["svc", "nvidia.com/gpu", _b200, 16, 8, 12]
+}
+
+test_exceeded_ceiling_carries_its_facts if {
+	some v in quota.deny with input as testing.input_for("lab-b", testing.gang(8, 8)) with data.mandate.model as testing.model
+	v.code == "QUOTA_EXCEEDS_CEILING"
+	[v.tenant, v.resource, v.product, v.limit, v.current, v.needs] == ["lab-b", "nvidia.com/gpu", "", 32, 0, 64]
+}
+
+test_missing_quota_names_tenant_and_resource if {
+	inp := testing.input_for("lab-b", {"gpuResource": "nvidia.com/mig-2g.20gb", "gpusPerPod": 1, "totalGPUs": 1})
+	some v in quota.deny with input as inp with data.mandate.model as testing.model
+	[v.code, v.tenant, v.resource, v.needs] == ["QUOTA_NO_RESOURCE", "lab-b", "nvidia.com/mig-2g.20gb", 1]
+}
+
+test_over_guarantee_carries_the_guarantee_and_the_preemptible_classes if {
+	m := json.patch(testing.model, [{"op": "replace", "path": "/quotaPolicy/overGuarantee", "value": "deny"}])
+	some v in quota.deny with input as _svc_input(16, _h100) with data.mandate.model as m
+	v.code == "QUOTA_OVER_GUARANTEE"
+	[v.tenant, v.product, v.limit, v.current, v.needs] == ["svc", _h100, 16, 8, 16]
+	v.classes == ["scavenger", "spot"]
+	some w in quota.warn with input as _svc_input(16, _h100) with data.mandate.model as testing.model
+	[w.code, w.tenant, w.product, w.limit, w.current, w.needs] == ["QUOTA_TURNED_PREEMPTIBLE", "svc", _h100, 16, 8, 16]
+}

@@ -13,12 +13,12 @@ deny contains v if {
 	v := _violation
 }
 
-_violation := lib.violation("TENANT_MISSING", "tenancy", sprintf(
+_violation := lib.reason("TENANT_MISSING", "tenancy", {"namespace": input.namespace.name}, sprintf(
 	"namespace %q has no mandate.dev/tenant label, so no tenant's authority covers it; ask a Mandate admin to run: kubectl label namespace %s mandate.dev/tenant=<tenant> (tenants: %s)",
 	[input.namespace.name, input.namespace.name, lib.tenant_names],
 )) if {
 	not lib.tenant
-} else := lib.violation("TENANT_UNKNOWN", "tenancy", sprintf(
+} else := lib.reason("TENANT_UNKNOWN", "tenancy", {"namespace": input.namespace.name, "tenant": lib.tenant}, sprintf(
 	"namespace %q is labelled mandate.dev/tenant=%s, which is not a tenant of the authority model; known tenants: %s",
 	[input.namespace.name, lib.tenant, lib.tenant_names],
 )) if {

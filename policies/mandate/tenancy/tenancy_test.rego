@@ -26,3 +26,12 @@ test_known_tenant_passes if {
 	e.limit == "namespace must name one of 6 tenants"
 	e.current == "namespace ns → tenant lab-a"
 }
+
+test_tenancy_violations_carry_namespace_and_tenant if {
+	some v in tenancy.deny with input as testing.input_for("marketing", {}) with data.mandate.model as testing.model
+	[v.code, v.namespace, v.tenant] == ["TENANT_UNKNOWN", "ns", "marketing"]
+	inp := json.patch(testing.input_for("lab", {}), [{"op": "replace", "path": "/namespace", "value": {"name": "scratch", "labels": {}}}])
+	some m in tenancy.deny with input as inp with data.mandate.model as testing.model
+	[m.code, m.namespace] == ["TENANT_MISSING", "scratch"]
+	not m.tenant
+}

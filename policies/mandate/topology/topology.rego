@@ -45,7 +45,7 @@ levels := {name: level(name) | some name, _ in facts.index}
 
 deny contains v if {
 	some name in facts.unknown
-	v := lib.violation("TOPOLOGY_UNKNOWN_LEVEL", "topology", sprintf(
+	v := lib.reason("TOPOLOGY_UNKNOWN_LEVEL", "topology", {"level": name}, sprintf(
 		"topology level %q is not one of this cluster's levels: %s",
 		[name, concat(", ", [l.name | some l in model.topology.levels])],
 	))
@@ -133,12 +133,23 @@ deny contains v if {
 	v := _never_fits
 }
 
-_never_fits := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
+# _gang_facts(limit) are the facts of a reason about the gang: the required
+# level, the resource and product it asks for, the pod slots it needs
+# (the gang's size) and limit, the pod slots a domain holds.
+_gang_facts(limit) := {
+	"level": required_level,
+	"resource": lib.workload.gpuResource,
+	"product": object.get(lib.workload, "gpuProduct", ""),
+	"limit": limit,
+	"needs": lib.gang_size,
+}
+
+_never_fits := lib.reason("TOPOLOGY_NEVER_FITS", "topology", object.union(_gang_facts(placement.largest.podSlots), {"domain": placement.largest.domain}), sprintf(
 	"%s must sit within one %s, but the largest %s (%s) holds only %d such pods even when empty; ask for at most %d pods or fewer GPUs per pod",
 	[_gang, required_level, required_level, placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots],
 )) if {
 	placement.largest.podSlots > 0
-} else := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
+} else := lib.reason("TOPOLOGY_NEVER_FITS", "topology", _gang_facts(0), sprintf(
 	"%s can never be placed: no healthy node in this cluster offers %d %s%s per pod",
 	[_gang, lib.workload.gpusPerPod, lib.workload.gpuResource, _product_suffix],
 )) if {
@@ -148,7 +159,7 @@ _never_fits := lib.violation("TOPOLOGY_NEVER_FITS", "topology", sprintf(
 warn contains v if {
 	placement.fitsEmpty
 	not placement.fitsNow
-	v := lib.violation("TOPOLOGY_WAITS", "topology", sprintf(
+	v := lib.reason("TOPOLOGY_WAITS", "topology", _waits_facts, sprintf(
 		"%s does not fit right now: %s; it waits in the queue until capacity frees up",
 		[_gang, _roomiest],
 	))
@@ -162,13 +173,38 @@ warn contains v if {
 	lib.workload.minPods > 0
 	lib.workload.minPods < lib.workload.pods
 	placement.largest.podSlots < lib.workload.pods
-	v := lib.violation("TOPOLOGY_ELASTIC_MAX_NEVER_FITS", "topology", sprintf(
+	facts := object.union(_gang_facts(placement.largest.podSlots), {"domain": placement.largest.domain, "needs": lib.workload.pods})
+	v := lib.reason("TOPOLOGY_ELASTIC_MAX_NEVER_FITS", "topology", facts, sprintf(
 		"the elastic gang may grow to %d pods × %d %s, but it must sit within one %s and the largest %s (%s) holds only %d such pods even when empty: it can grow to at most %d pods there",
 		[
 			lib.workload.pods, lib.workload.gpusPerPod, lib.workload.gpuResource, required_level, required_level,
 			placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots,
 		],
 	))
+}
+
+# _waits_facts are TOPOLOGY_WAITS's facts: the roomiest domain, when one has
+# room for a pod, and the pod slots free there (current) of those the gang
+# needs.
+# (The objects are written out, not made with _gang_facts: on the admission
+# path a function call and a union cost about sixty allocations.)
+_waits_facts := {
+	"level": required_level,
+	"resource": lib.workload.gpuResource,
+	"product": object.get(lib.workload, "gpuProduct", ""),
+	"limit": placement.largest.podSlots,
+	"needs": lib.gang_size,
+	"domain": placement.bestNow.domain,
+	"current": placement.bestNow.podSlots,
+} if {
+	placement.bestNow.podSlots > 0
+} else := {
+	"level": required_level,
+	"resource": lib.workload.gpuResource,
+	"product": object.get(lib.workload, "gpuProduct", ""),
+	"limit": placement.largest.podSlots,
+	"needs": lib.gang_size,
+	"current": 0,
 }
 
 # _roomiest says how close the gang comes now, naming a domain only when one

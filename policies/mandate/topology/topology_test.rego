@@ -204,3 +204,48 @@ test_shared_pods_on_a_device_each_would_wait if {
 	contains(v.message, "a gang of 17 pods × 1 nvidia.com/gpu (250/1000 of each, shared) does not fit right now")
 	contains(v.message, "has 16 of the 17 pod slots it needs free")
 }
+
+# Reasons as data: the level, the domain named and the pod slots, so no
+# reader parses the text.
+
+test_never_fits_carries_the_largest_domain if {
+	some v in topology.deny with input as _in(testing.gang(5, 8)) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	object.filter(v, {"code", "level", "domain", "limit", "needs", "resource", "product"}) == {
+		"code": "TOPOLOGY_NEVER_FITS", "level": "block", "domain": "zone-a/s1/b1",
+		"limit": 4, "needs": 5, "resource": "nvidia.com/gpu", "product": "",
+	}
+}
+
+test_never_fits_anywhere_names_no_domain if {
+	some v in topology.deny with input as _in({"gpuProduct": "NVIDIA-GB300"}) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	[v.code, v.product, v.limit, v.needs] == ["TOPOLOGY_NEVER_FITS", "NVIDIA-GB300", 0, 1]
+	not v.domain
+}
+
+test_waiting_gang_carries_the_roomiest_domain if {
+	some v in topology.warn with input as _in(testing.gang(4, 8)) with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	[v.code, v.level, v.domain, v.current, v.needs] == ["TOPOLOGY_WAITS", "clique", "zone-a/s1/b2/c2", 3, 4]
+}
+
+test_waiting_gang_without_room_names_no_domain if {
+	some v in topology.warn with input as _in(testing.gang(1, 8)) with data.mandate.model as testing.model
+		with data.mandate.cluster as _half_used
+	[v.code, v.level, v.current, v.needs] == ["TOPOLOGY_WAITS", "node", 0, 1]
+	not v.domain
+}
+
+test_unknown_level_names_it if {
+	some v in topology.deny with input as _in({"topology": {"required": "rack", "preferred": ""}})
+		with data.mandate.model as testing.model with data.mandate.cluster as testing.cluster
+	[v.code, v.level] == ["TOPOLOGY_UNKNOWN_LEVEL", "rack"]
+}
+
+test_elastic_maximum_carries_the_largest_domain_and_every_pod if {
+	inp := _in({"pods": 12, "minPods": 3, "gpusPerPod": 8, "totalGPUs": 96, "topology": {"required": "block", "preferred": ""}})
+	some v in topology.warn with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as testing.cluster
+	[v.code, v.level, v.domain, v.limit, v.needs] == ["TOPOLOGY_ELASTIC_MAX_NEVER_FITS", "block", "zone-a/s1/b1", 4, 12]
+}

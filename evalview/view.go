@@ -1,9 +1,9 @@
-// Package report renders decisions for people and for machines: the table
+// Package evalview renders decisions for people and for machines: the table
 // `mandate eval` and `mandate demo` print (what was admitted, mutated or
 // denied, by which dimension and why), and the JSON/YAML view whose top level
 // carries allowed, violations (with the warned and dryrun ones of staged
 // rules), warnings and directives.
-package report
+package evalview
 
 import (
 	"encoding/json"
@@ -32,6 +32,7 @@ type View struct {
 	Warned       []evaluator.Violation          `json:"warned,omitempty"`
 	DryRun       []evaluator.Violation          `json:"dryrun,omitempty"`
 	Warnings     []string                       `json:"warnings"`
+	Reasons      []evaluator.Violation          `json:"reasons,omitempty"`
 	Directives   evaluator.Directives           `json:"directives"`
 	Explanations []evaluator.Explanation        `json:"explanations"`
 	Patch        []jsonpatch.JsonPatchOperation `json:"patch"`
@@ -59,6 +60,7 @@ func ViewOf(it Item) View {
 		Warned:       d.Warned,
 		DryRun:       d.DryRun,
 		Warnings:     d.Warnings,
+		Reasons:      d.Reasons,
 		Directives:   d.Directives,
 		Explanations: d.Explanations,
 		Patch:        r.Patch,
