@@ -4,9 +4,12 @@
 // state (read usage, decide, reserve: cluster.State.Decide), renders the
 // decision's directives for the tenant's scheduler and computes the patch.
 // With a shadow revision it decides the same input again and reports the
-// differences. The admission webhooks (package webhook), `mandate eval`,
-// `mandate audit` and the demo are its callers; it knows nothing of
-// AdmissionReview.
+// differences. It also runs the admission protocol around a decision
+// (Admit, Validate: what is decided at all, DaemonSet pods, pods of admitted
+// gangs, the seal between the two webhooks, the rules of an UPDATE), with
+// request and response types of its own. The admission webhooks (package
+// webhook), `mandate eval`, `mandate audit` and the demo are its callers;
+// it knows nothing of AdmissionReview.
 package review
 
 import (

@@ -14,7 +14,9 @@ import (
 var VolcanoJobGVK = vcbatch.SchemeGroupVersion.WithKind("Job")
 
 func init() {
-	Register(Kind{GVK: VolcanoJobGVK, Resource: "jobs", Label: "VolcanoJob", GangOwner: true, VolcanoNative: true, Normalise: normaliseVolcanoJob})
+	Register(Kind{GVK: VolcanoJobGVK, Resource: "jobs", Label: "VolcanoJob", GangOwner: true, VolcanoNative: true, Normalise: normaliseVolcanoJob,
+		Shape:    Shape{Fields: []string{"tasks"}},
+		Finished: Finished{PhasePath: []string{"status", "state", "phase"}, Phases: []string{"Completed", "Failed", "Terminated", "Aborted"}}})
 }
 
 // normaliseVolcanoJob: one role per task, in task order; each runs
