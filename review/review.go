@@ -361,14 +361,15 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 		// them run.
 		return cluster.Reservation{}
 	}
+	// A workload of one GPU product reserves under the product's key too
+	// (ledger.ProductKey): that product's quota is spent as well.
+	gpus := map[string]int{w.GPUResource: w.TotalGPUs}
 	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
 		// KAI-shared GPUs are held exactly, in milli-GPUs, as their pods
 		// are counted (see ledger.SharedKey).
-		return cluster.Reservation{GPUs: map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}, Preemptible: d.Directives.Preemptible}
+		gpus = map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
 	}
-	// A workload of one GPU product reserves under the product's key too
-	// (ledger.ProductKey): that product's quota is spent as well.
-	gpus := ledger.WithProduct(map[string]int{w.GPUResource: w.TotalGPUs}, w.GPUProduct)
+	gpus = ledger.WithProduct(gpus, w.GPUProduct)
 	return cluster.Reservation{GPUs: gpus, Preemptible: d.Directives.Preemptible}
 }
 
