@@ -3,7 +3,6 @@ package audit
 import (
 	"fmt"
 	"os"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -107,31 +106,14 @@ func ReadSnapshot(path string) (*Inventory, error) {
 	return inv, nil
 }
 
-// finished says whether a workload has run to its end: a pod that
-// succeeded or failed, a Job or PyTorchJob with a true Complete, Succeeded
-// or Failed condition, a Volcano Job in a final phase. Finished workloads
+// finished says whether a workload has run to its end, as its kind's
+// registration says (workload.Kind.Finished): a pod that succeeded or
+// failed, a Job with a true Complete or Failed condition, a JobSet with a
+// true Completed one, a Volcano Job in a final phase. Finished workloads
 // hold no GPUs and are never admitted again, so they are not audited.
 func finished(obj *unstructured.Unstructured) bool {
-	switch obj.GroupVersionKind() {
-	case podGVK:
-		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
-		return phase == "Succeeded" || phase == "Failed"
-	case workload.VolcanoJobGVK:
-		phase, _, _ := unstructured.NestedString(obj.Object, "status", "state", "phase")
-		return slices.Contains([]string{"Completed", "Failed", "Terminated", "Aborted"}, phase)
-	}
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, ok := c.(map[string]any)
-		if !ok || m["status"] != "True" {
-			continue
-		}
-		switch m["type"] {
-		case "Complete", "Succeeded", "Failed":
-			return true
-		}
-	}
-	return false
+	k, ok := workload.Lookup(obj.GroupVersionKind())
+	return ok && k.Finished.IsFinished(obj)
 }
 
 // isGangOwner: the pods of a gang owner kind are decided through it, as the

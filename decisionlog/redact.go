@@ -1,32 +1,55 @@
 package decisionlog
 
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mandate-dev/mandate/workload"
+)
+
 // Redacted replaces a value Redact hides.
 const Redacted = "(redacted)"
 
 // Redact returns a copy of a decoded Kubernetes object safe to log, by
-// allow-list: at every depth (so the pod templates of Jobs, PyTorchJobs and
-// Volcano Jobs too) it keeps only the fields a reader of a decision needs —
-// identity, labels, owners, the gang's shape, images, resources, priority,
-// scheduler, node selection and topology — and drops everything else, so a
+// allow-list: at every depth (so the pod templates of every governed kind
+// too) it keeps only the fields a reader of a decision needs — identity,
+// labels, owners, the gang's shape (the fields every kind shares, and those
+// the kind's registration names: workload.Kind.Shape), images, resources,
+// priority, scheduler, node selection and topology — and drops everything
+// else, so a
 // field that can carry a secret (probes and their HTTP headers, env values,
 // args, command, volume sources, lifecycle hooks, and any field Kubernetes
 // adds later) never reaches the log. Env entries keep only their name;
 // annotation values are replaced by Redacted (they may carry tokens, and
 // last-applied-configuration the whole object). obj is not modified.
 func Redact(obj map[string]any) map[string]any {
-	return redactObject(obj)
+	var shape workload.Shape
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
+		if k, ok := workload.Lookup(gv.WithKind(kind)); ok {
+			shape = k.Shape
+		}
+	}
+	return redactor{shape}.object(obj)
 }
 
-// logged are the fields Redact keeps. A map under a key in roleMaps keeps
-// all its keys (they are role names, e.g. a PyTorchJob's Master and
-// Worker) and redacts each value.
+// redactor redacts an object of a kind whose gang is held, beyond the
+// fields of logged, by shape's.
+type redactor struct{ shape workload.Shape }
+
+// logged are the fields Redact keeps of every kind: identity, the pod
+// template and the gang fields kinds share. A map under a key of the
+// kind's Shape.RoleMaps keeps all its keys (they are role names, e.g. a
+// PyTorchJob's Master and Worker) and redacts each value.
 var logged = map[string]bool{
 	// identity and ownership
 	"apiVersion": true, "kind": true, "metadata": true, "name": true, "namespace": true, "resources": true,
 	"generateName": true, "uid": true, "ownerReferences": true, "controller": true,
 	// the gang
 	"spec": true, "template": true, "replicas": true, "parallelism": true, "completions": true,
-	"minAvailable": true, "minReplicas": true, "maxReplicas": true, "tasks": true, "elasticPolicy": true,
+	"minAvailable": true, "minReplicas": true, "maxReplicas": true,
 	"runPolicy": true, "schedulingPolicy": true, "minMember": true, "queue": true, "priorityClass": true,
 	// containers: what they run and what they ask for
 	"containers": true, "initContainers": true, "image": true,
@@ -43,14 +66,11 @@ var logged = map[string]bool{
 	"resourceClaims": true, "resourceClaimName": true, "resourceClaimTemplateName": true,
 }
 
-// roleMaps hold one entry per role, keyed by the role's name.
-var roleMaps = map[string]bool{"pytorchReplicaSpecs": true, "replicaSpecs": true}
-
 // dataMaps are logged fields whose keys are data (label keys, resource
 // names): kept whole, their values being plain strings.
 var dataMaps = map[string]bool{"labels": true, "nodeSelector": true, "limits": true, "requests": true, "matchLabels": true}
 
-func redactObject(m map[string]any) map[string]any {
+func (r redactor) object(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		switch {
@@ -82,29 +102,29 @@ func redactObject(m map[string]any) map[string]any {
 				}
 				out[k] = kept
 			}
-		case roleMaps[k]:
+		case slices.Contains(r.shape.RoleMaps, k):
 			if roles, ok := v.(map[string]any); ok {
 				kept := make(map[string]any, len(roles))
 				for role, spec := range roles {
-					kept[role] = redactValue(spec)
+					kept[role] = r.value(spec)
 				}
 				out[k] = kept
 			}
-		case logged[k]:
-			out[k] = redactValue(v)
+		case logged[k], slices.Contains(r.shape.Fields, k):
+			out[k] = r.value(v)
 		}
 	}
 	return out
 }
 
-func redactValue(v any) any {
+func (r redactor) value(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
-		return redactObject(v)
+		return r.object(v)
 	case []any:
 		out := make([]any, len(v))
 		for i, item := range v {
-			out[i] = redactValue(item)
+			out[i] = r.value(item)
 		}
 		return out
 	default:

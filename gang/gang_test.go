@@ -360,3 +360,40 @@ func fromJSON(obj map[string]any) *unstructured.Unstructured {
 	}
 	return u
 }
+
+// TestPodCandidates: of the pods Mandate admitted for Volcano, the pod
+// controller keeps a group only for those that name the group it would
+// keep: a bare pod's, a bare ReplicaSet's pods'. A Deployment's pods name
+// the Deployment's group (its ReplicaSet is a link, not a gang), so they
+// get no ReplicaSet group of their own, and a gang kind's pods none.
+func TestPodCandidates(t *testing.T) {
+	d := volcanoDirectives
+	d.GangMin = 1
+	pod := func(owner *metav1.OwnerReference, group string) *unstructured.Unstructured {
+		p := admitted(t, podObject("serve-1"), d)
+		if owner != nil {
+			p.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
+		annotations := p.GetAnnotations()
+		annotations[scheduler.AnnotationGroupName] = group
+		p.SetAnnotations(annotations)
+		return p
+	}
+	rs := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "serve-7d9f", UID: "u1", Controller: ptr.To(true)}
+	job := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "u2", Controller: ptr.To(true)}
+	for _, tc := range []struct {
+		name string
+		pod  *unstructured.Unstructured
+		want bool
+	}{
+		{"bare pod", pod(nil, "mandate-pod-serve-1"), true},
+		{"bare ReplicaSet's pod", pod(rs, "mandate-replicaset-serve-7d9f"), true},
+		{"Deployment's pod", pod(rs, "mandate-deployment-serve"), false},
+		{"Job's pod", pod(job, "mandate-job-train"), false},
+		{"pod without directives", podObject("plain"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, isCandidate(podGVK, tc.pod))
+		})
+	}
+}

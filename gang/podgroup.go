@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // ownedSpec are the PodGroup spec fields Mandate decides (those
@@ -13,7 +15,7 @@ var ownedSpec = []string{"minMember", "queue", "priorityClassName", "minResource
 // specDefaults are the values the PodGroup CRD's schema defaults an unset
 // owned field to: leaving such a field unset matches its default, so the
 // API server's defaulting never looks like drift.
-var specDefaults = map[string]any{"queue": "default"}
+var specDefaults = map[string]any{"queue": facts.Volcano.DefaultQueue}
 
 // merge sets, on the stored PodGroup got, what Mandate owns of want: the
 // owned spec fields, want's labels, and owner as the controlling owner

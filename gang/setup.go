@@ -9,9 +9,12 @@
 // the workload. Volcano Jobs are left alone (Volcano's job controller keeps
 // their PodGroup), as are pods whose controlling owner is a gang kind
 // (their owner is the gang), KAI- and default-scheduled workloads (KAI's
-// podgrouper builds its own groups). Pods of other controllers (a
-// Deployment's ReplicaSet) are each a gang of one that share one PodGroup
-// named after, and owned by, their controller.
+// podgrouper builds its own groups). Pods of other controllers (a bare
+// ReplicaSet) are each a gang of one that share one PodGroup named after,
+// and owned by, their controller. A Deployment is a gang kind: its pods
+// (past its ReplicaSets) share the Deployment's one group, which outlives
+// rollouts — each new ReplicaSet's pods carry the same template
+// annotation, so no ReplicaSet gets a group of its own.
 //
 // The watches hold only object metadata; the full object is read from the
 // API server for the workloads that need a PodGroup. Dry-run requests need
@@ -131,10 +134,15 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 
 // isCandidate is true for objects of kind gvk that may need a PodGroup:
 // admitted by Mandate, and not a pod of a gang owner (its owner is the
-// gang). A pod whose controller is no gang kind (a ReplicaSet's, a
-// StatefulSet's) was decided as a gang of one and pointed at a group
-// named after that controller (scheduler.PodGroupName), which this
-// controller keeps.
+// gang). A pod whose controller is no gang kind (a bare ReplicaSet's) was
+// decided as a gang of one and pointed at a group named after that
+// controller (scheduler.PodGroupName), which this controller keeps — but
+// only when the pod names that group: a pod that names another one
+// (a Deployment's pod, whose template the webhook pointed at the
+// Deployment's group when it admitted the Deployment) belongs to the gang
+// that group was made for, and a group of its ReplicaSet would hold no
+// pod (Volcano shows it Inqueue, "0/0 tasks in gang unschedulable", one
+// more per rollout).
 func isCandidate(gvk schema.GroupVersionKind, o client.Object) bool {
 	if _, ok, _ := scheduler.RecordedDirectives(o.GetAnnotations()); !ok {
 		return false
@@ -143,5 +151,13 @@ func isCandidate(gvk schema.GroupVersionKind, o client.Object) bool {
 		return true
 	}
 	ref := metav1.GetControllerOfNoCopy(o)
-	return ref == nil || !workload.IsGangOwner(ref)
+	if ref == nil {
+		return true
+	}
+	if workload.IsGangOwner(ref) {
+		return false
+	}
+	own := scheduler.PodGroupName(workload.Workload{Kind: podGVK.Kind, Name: o.GetName(), GenerateName: o.GetGenerateName(),
+		Owner: &workload.Owner{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: string(ref.UID)}})
+	return o.GetAnnotations()[scheduler.AnnotationGroupName] == own
 }

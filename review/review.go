@@ -4,9 +4,12 @@
 // state (read usage, decide, reserve: cluster.State.Decide), renders the
 // decision's directives for the tenant's scheduler and computes the patch.
 // With a shadow revision it decides the same input again and reports the
-// differences. The admission webhooks (package webhook), `mandate eval`,
-// `mandate audit` and the demo are its callers; it knows nothing of
-// AdmissionReview.
+// differences. It also runs the admission protocol around a decision
+// (Admit, Validate: what is decided at all, DaemonSet pods, pods of admitted
+// gangs, the seal between the two webhooks, the rules of an UPDATE), with
+// request and response types of its own. The admission webhooks (package
+// webhook), `mandate eval`, `mandate audit` and the demo are its callers;
+// it knows nothing of AdmissionReview.
 package review
 
 import (
@@ -358,14 +361,15 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 		// them run.
 		return cluster.Reservation{}
 	}
+	// A workload of one GPU product reserves under the product's key too
+	// (ledger.ProductKey): that product's quota is spent as well.
+	gpus := map[string]int{w.GPUResource: w.TotalGPUs}
 	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
 		// KAI-shared GPUs are held exactly, in milli-GPUs, as their pods
 		// are counted (see ledger.SharedKey).
-		return cluster.Reservation{GPUs: map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}, Preemptible: d.Directives.Preemptible}
+		gpus = map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
 	}
-	// A workload of one GPU product reserves under the product's key too
-	// (ledger.ProductKey): that product's quota is spent as well.
-	gpus := ledger.WithProduct(map[string]int{w.GPUResource: w.TotalGPUs}, w.GPUProduct)
+	gpus = ledger.WithProduct(gpus, w.GPUProduct)
 	return cluster.Reservation{GPUs: gpus, Preemptible: d.Directives.Preemptible}
 }
 

@@ -127,11 +127,17 @@ func TestUsersSchedulerKeys(t *testing.T) {
 		assert.Contains(t, got.Warnings, `SCHEDULER_KEY_OVERRIDDEN: annotation scheduling.volcano.sh/queue-name asks for queue "default-queue", but the authority model sets queue "research" for tenant research`)
 		assert.Contains(t, got.Warnings, `SCHEDULER_KEY_OVERRIDDEN: volcano.sh/preemptable=true asks to be preemptible, but the authority model makes build work of tenant research non-preemptible`)
 	})
+	t.Run("a Volcano Job's CRD-defaulted queue is no request", func(t *testing.T) {
+		got := reviewSchedKeys(t, "testdata/schedkeys/volcano-job-defaulted-queue.yaml")
+		require.True(t, got.Allowed, "%v", got.Violations)
+		assert.Equal(t, "research", got.Mutated["spec"].(map[string]any)["queue"])
+		assert.Empty(t, got.Warnings)
+	})
 	t.Run("a Volcano Job keeps its minAvailable", func(t *testing.T) {
 		got := reviewSchedKeys(t, "testdata/schedkeys/volcano-job-queue.yaml")
 		require.True(t, got.Allowed, "%v", got.Violations)
 		assert.Equal(t, 2, got.Directives.GangMin)
 		assert.Equal(t, int64(2), got.Mutated["spec"].(map[string]any)["minAvailable"])
-		assert.Equal(t, []string{`SCHEDULER_KEY_OVERRIDDEN: spec.queue asks for queue "default", but the authority model sets queue "research" for tenant research`}, got.Warnings)
+		assert.Equal(t, []string{`SCHEDULER_KEY_OVERRIDDEN: spec.queue asks for queue "shared", but the authority model sets queue "research" for tenant research`}, got.Warnings)
 	})
 }

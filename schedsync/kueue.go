@@ -60,6 +60,22 @@ func kueueHolds(ctx context.Context, list Lister, q *unstructured.Unstructured) 
 	return 0, nil
 }
 
+// ungovernedQuota is the nominal quota of the resources Mandate does not
+// govern — cpu, memory and ephemeral storage, which every pod asks for —
+// in each flavor of a ClusterQueue: Kueue admits a workload only when its
+// ClusterQueue covers every resource its pods request, and the authority
+// model's quota is GPUs only. The values are effectively unlimited per
+// queue (a million cores, a pebibyte) yet small enough that Kueue's int64
+// sums over any realistic number of queues in a cohort cannot overflow.
+// Resources other than these and the model's GPUs (hugepages, RDMA
+// devices) must be covered by hand or excluded in Kueue's configuration
+// (resources.excludeResourcePrefixes); see docs/model.md.
+var ungovernedQuota = map[string]int64{
+	"cpu":               1_000_000,
+	"memory":            1 << 50,
+	"ephemeral-storage": 1 << 50,
+}
+
 // kueueObjects renders, for Kueue: a ResourceFlavor per GPU product the
 // quota names, a Cohort per tenant with children, a ClusterQueue per leaf
 // tenant, a LocalQueue in each of a leaf tenant's namespaces, a
@@ -158,7 +174,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 				spec["parentName"] = s.QueueName(t.Parent)
 			}
 			if len(qs) > 0 {
-				spec["resourceGroups"] = resourceGroups(qs, t.Parent != "")
+				spec["resourceGroups"] = resourceGroups(qs, t.Parent != "", nil)
 			}
 			co.Object["spec"] = spec
 			out = append(out, co)
@@ -174,7 +190,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 			spec["cohortName"] = s.QueueName(t.Parent)
 		}
 		if len(quotas[name]) > 0 {
-			spec["resourceGroups"] = resourceGroups(quotas[name], t.Parent != "")
+			spec["resourceGroups"] = resourceGroups(quotas[name], t.Parent != "", ungovernedQuota)
 		}
 		cq.Object["spec"] = spec
 		out = append(out, cq)
@@ -196,8 +212,12 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 
 // resourceGroups renders quota as one Kueue resource group: every resource
 // covered, one flavor per product, nominal = guarantee and, inside a cohort,
-// borrowing limit = ceiling − guarantee.
-func resourceGroups(qs []model.Pool, borrowing bool) []any {
+// borrowing limit = ceiling − guarantee. The ungoverned resources the quota
+// does not name are covered too, in every flavor, with the nominal quota
+// given and no borrowing limit. One group, not a second one for them: a
+// pod set under Topology-Aware Scheduling must take all its resources from
+// one flavor.
+func resourceGroups(qs []model.Pool, borrowing bool, ungoverned map[string]int64) []any {
 	resources := map[string]bool{}
 	byFlavor := map[string]map[string]model.Pool{}
 	for _, q := range qs {
@@ -208,11 +228,22 @@ func resourceGroups(qs []model.Pool, borrowing bool) []any {
 		}
 		byFlavor[f][q.Resource] = q
 	}
+	extra := map[string]int64{}
+	for r, n := range ungoverned {
+		if !resources[r] {
+			extra[r] = n
+			resources[r] = true
+		}
+	}
 	covered := sortedKeys(resources)
 	var flavors []any
 	for _, f := range sortedKeys(byFlavor) {
 		var rs []any
 		for _, r := range covered {
+			if n, ok := extra[r]; ok {
+				rs = append(rs, map[string]any{"name": r, "nominalQuota": quantity(n)})
+				continue
+			}
 			q := byFlavor[f][r]
 			entry := map[string]any{"name": r, "nominalQuota": quantity(q.Guaranteed)}
 			if borrowing {

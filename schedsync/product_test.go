@@ -40,17 +40,17 @@ func TestProductQuotaBecomesFlavors(t *testing.T) {
 		{ResourceFlavorKind, "mandate-nvidia-b200", []string{"spec", "nodeLabels"}, map[string]any{"nvidia.com/gpu.product": "NVIDIA-B200"}},
 		{ResourceFlavorKind, "mandate-nvidia-h100-80gb-hbm3", []string{"spec", "nodeLabels"}, map[string]any{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
 		{ClusterQueueKind, "product", []string{"spec", "resourceGroups"}, []any{map[string]any{
-			"coveredResources": []any{"nvidia.com/gpu", "nvidia.com/mig-1g.10gb"},
+			"coveredResources": []any{"cpu", "ephemeral-storage", "memory", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"},
 			"flavors": []any{
-				map[string]any{"name": "mandate-any-gpu", "resources": []any{
+				map[string]any{"name": "mandate-any-gpu", "resources": append(ungovernedEntries(),
 					map[string]any{"name": "nvidia.com/gpu", "nominalQuota": int64(0), "borrowingLimit": int64(160)},
-					map[string]any{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": int64(28), "borrowingLimit": int64(28)}}},
-				map[string]any{"name": "mandate-nvidia-b200", "resources": []any{
+					map[string]any{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": int64(28), "borrowingLimit": int64(28)})},
+				map[string]any{"name": "mandate-nvidia-b200", "resources": append(ungovernedEntries(),
 					map[string]any{"name": "nvidia.com/gpu", "nominalQuota": int64(8), "borrowingLimit": int64(24)},
-					map[string]any{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": int64(0), "borrowingLimit": int64(0)}}},
-				map[string]any{"name": "mandate-nvidia-h100-80gb-hbm3", "resources": []any{
+					map[string]any{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": int64(0), "borrowingLimit": int64(0)})},
+				map[string]any{"name": "mandate-nvidia-h100-80gb-hbm3", "resources": append(ungovernedEntries(),
 					map[string]any{"name": "nvidia.com/gpu", "nominalQuota": int64(120), "borrowingLimit": int64(24)},
-					map[string]any{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": int64(0), "borrowingLimit": int64(0)}}},
+					map[string]any{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": int64(0), "borrowingLimit": int64(0)})},
 			}}}},
 		// helix guarantees 320; its children's guarantees, products
 		// included, are carved from its any pool: 320 − 128 − 128 − 8.

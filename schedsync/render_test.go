@@ -101,10 +101,12 @@ func TestRenderExample(t *testing.T) {
 			"flavors": []any{map[string]any{"name": "mandate-any-gpu", "resources": []any{
 				map[string]any{"name": "nvidia.com/gpu", "nominalQuota": int64(16), "borrowingLimit": int64(192)}}}}}}},
 		{find(t, objs, ClusterQueueKind, "", "research-llm"), []string{"spec", "cohortName"}, "research"},
+		// A ClusterQueue also covers cpu, memory and ephemeral storage,
+		// unlimited, so Kueue admits pods that ask for them.
 		{find(t, objs, ClusterQueueKind, "", "research-llm"), []string{"spec", "resourceGroups"}, []any{map[string]any{
-			"coveredResources": []any{"nvidia.com/gpu"},
-			"flavors": []any{map[string]any{"name": "mandate-any-gpu", "resources": []any{
-				map[string]any{"name": "nvidia.com/gpu", "nominalQuota": int64(96), "borrowingLimit": int64(160)}}}}}}},
+			"coveredResources": []any{"cpu", "ephemeral-storage", "memory", "nvidia.com/gpu"},
+			"flavors": []any{map[string]any{"name": "mandate-any-gpu", "resources": append(ungovernedEntries(),
+				map[string]any{"name": "nvidia.com/gpu", "nominalQuota": int64(96), "borrowingLimit": int64(160)})}}}}},
 		{find(t, objs, ClusterQueueKind, "", "research-llm"), []string{"spec", "preemption"},
 			map[string]any{"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}},
 		{find(t, objs, LocalQueueKind, "llm", "research-llm"), []string{"spec", "clusterQueue"}, "research-llm"},
@@ -155,4 +157,14 @@ func TestHyperNodeTiers(t *testing.T) {
 	}, field(t, byTier["block"], "spec", "members"))
 	// Members come before their parents, so Volcano never sees a dangling name.
 	assert.Equal(t, "clique", field(t, objs[0].Unstructured, "spec", "tierName"))
+}
+
+// ungovernedEntries are the resources of every ClusterQueue flavor that
+// Mandate does not govern, as kueueObjects renders them (sorted by name).
+func ungovernedEntries() []any {
+	return []any{
+		map[string]any{"name": "cpu", "nominalQuota": int64(1_000_000)},
+		map[string]any{"name": "ephemeral-storage", "nominalQuota": int64(1 << 50)},
+		map[string]any{"name": "memory", "nominalQuota": int64(1 << 50)},
+	}
 }

@@ -125,7 +125,7 @@ func mutateBench(b *testing.B) (http.Handler, []benchBody) {
 		b.Fatal(err)
 	}
 	b.Cleanup(log.Close)
-	seal, err := NewSeal()
+	seal, err := review.NewSeal()
 	if err != nil {
 		b.Fatal(err)
 	}

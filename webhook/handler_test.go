@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/test/reviewtest"
@@ -110,9 +111,7 @@ func TestMutatorWarns(t *testing.T) {
 	r, _ := reviewtest.Service(t)
 	m := &Mutator{Reviewer: r}
 	req := admissionRequest(t, admissionv1.Create, llmFinetune, "", "carol")
-	obj, err := decodeObject(req.Object.Raw, req.Namespace)
-	require.NoError(t, err)
-	want, err := r.Review(context.Background(), obj, requestOf(req))
+	want, err := r.Review(context.Background(), reviewtest.Object(t, llmFinetune), requestOf(req).Request)
 	require.NoError(t, err)
 	require.NotEmpty(t, want.Decision.Warnings, "the fixture must wait for capacity")
 
@@ -277,7 +276,7 @@ func TestMutatorExemptNamespace(t *testing.T) {
 // it are refused.
 func TestValidatorWorkloads(t *testing.T) {
 	r, rec := reviewtest.Service(t)
-	seal, err := NewSeal()
+	seal, err := review.NewSeal()
 	require.NoError(t, err)
 	m := &Mutator{Reviewer: r, Seal: seal}
 	v := &Validator{Reviewer: r, Seal: seal}
@@ -287,7 +286,7 @@ func TestValidatorWorkloads(t *testing.T) {
 	mresp := m.Handle(context.Background(), mreq)
 	require.True(t, mresp.Allowed)
 	mutated := applyPatch(t, mreq, mresp)
-	require.NotEmpty(t, mutated.GetAnnotations()[AnnotationDirectivesSeal])
+	require.NotEmpty(t, mutated.GetAnnotations()[review.AnnotationDirectivesSeal])
 	toYAML := func(obj *unstructured.Unstructured) string {
 		out, err := yaml.Marshal(obj.Object)
 		require.NoError(t, err)

@@ -40,7 +40,7 @@ type Handlers struct {
 
 // NewHandlers builds the /mutate and /validate webhooks.
 func NewHandlers(o HandlerOptions) (Handlers, error) {
-	seal, err := NewSeal()
+	seal, err := review.NewSeal()
 	if err != nil {
 		return Handlers{}, err
 	}

@@ -162,12 +162,12 @@ func TestReinvocationIsMarked(t *testing.T) {
 func BenchmarkRecordDecision(b *testing.B) {
 	req := admissionRequest(b, admissionv1.Create, fixtures.VisionSweep, "", "alice")
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job"}}
-	result := review.Result{Decision: evaluator.Decision{Allowed: true, Warned: []evaluator.Violation{
-		{Code: "TOPOLOGY_WAITS", Dimension: evaluator.DimensionTopology, Enforcement: evaluator.EnforceWarn}}}}
+	d := &review.Decided{Object: obj, Result: review.Result{Decision: evaluator.Decision{Allowed: true, Warned: []evaluator.Violation{
+		{Code: "TOPOLOGY_WAITS", Dimension: evaluator.DimensionTopology, Enforcement: evaluator.EnforceWarn}}}}}
 	resp := admission.Allowed("")
 	start := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		decided(context.Background(), nil, webhookMutate, req, obj, start, result, nil, resp)
+		decided(context.Background(), nil, webhookMutate, req, start, d, resp)
 	}
 }

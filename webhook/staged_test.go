@@ -75,6 +75,4 @@ func TestAuditAnnotationKeysTakeTheWebhookPrefix(t *testing.T) {
 			assert.Empty(t, validation.IsQualifiedName(webhook+"/"+key), key)
 		}
 	}
-	d := evaluator.Decision{ID: "id", Revision: "r", DryRun: []evaluator.Violation{{Code: "A"}, {Code: "B"}}}
-	assert.Equal(t, map[string]string{AuditDecisionID: "id", AuditPolicyRevision: "r", AuditDryRunViolations: "A,B"}, auditAnnotations(d))
 }

@@ -9,7 +9,8 @@ import (
 var JobGVK = batchv1.SchemeGroupVersion.WithKind("Job")
 
 func init() {
-	Register(Kind{GVK: JobGVK, Resource: "jobs", Label: "Job", GangOwner: true, Normalise: normaliseJob, Suspend: []string{"spec", "suspend"}})
+	Register(Kind{GVK: JobGVK, Resource: "jobs", Label: "Job", GangOwner: true, Normalise: normaliseJob, Suspend: []string{"spec", "suspend"},
+		Finished: Finished{Conditions: []string{"Complete", "Failed"}}})
 }
 
 // normaliseJob: a batch/v1 Job runs spec.parallelism pods at once (default

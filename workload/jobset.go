@@ -16,7 +16,8 @@ var JobSetGVK = schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1al
 const AnnotationJobSetExclusiveTopology = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 func init() {
-	Register(Kind{GVK: JobSetGVK, Resource: "jobsets", Label: "JobSet", GangOwner: true, Normalise: normaliseJobSet, Suspend: []string{"spec", "suspend"}})
+	Register(Kind{GVK: JobSetGVK, Resource: "jobsets", Label: "JobSet", GangOwner: true, Normalise: normaliseJobSet, Suspend: []string{"spec", "suspend"},
+		Shape: Shape{Fields: []string{"replicatedJobs"}}, Finished: Finished{Conditions: []string{"Completed", "Failed"}}})
 }
 
 // normaliseJobSet: one role per replicated job, in order; each runs

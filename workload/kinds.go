@@ -41,6 +41,60 @@ type Kind struct {
 	// spec.runPolicy.suspend), nil for a kind that has none. A queueing
 	// system such as Kueue admits a workload by unsuspending it.
 	Suspend []string
+	// Shape names the fields of the kind's own spec that hold its gang
+	// (its roles, their sizes and pod templates) beyond those every kind
+	// shares; the decision log keeps them in a redacted object
+	// (decisionlog.Redact), so the gang can be read back from it.
+	Shape Shape
+	// Finished says how an object of the kind shows it has run to its
+	// end; the zero value for a kind that runs until deleted (a
+	// Deployment).
+	Finished Finished
+}
+
+// Shape names the fields that hold a kind's gang, by key, at any depth of
+// the object.
+type Shape struct {
+	// Fields are kept whole, through the same allow-list as the rest.
+	Fields []string
+	// RoleMaps are maps keyed by role name (a PyTorchJob's
+	// pytorchReplicaSpecs): every key is kept, each value redacted.
+	RoleMaps []string
+}
+
+// Finished says how an object of a kind shows it has run to its end:
+// a True status condition of one of Conditions' types, or a phase field
+// (PhasePath) holding one of Phases. A finished workload holds no GPUs and
+// is never admitted again.
+type Finished struct {
+	Conditions []string
+	PhasePath  []string
+	Phases     []string
+}
+
+// IsFinished says whether obj, of a kind that finishes as f says, has run
+// to its end.
+func (f Finished) IsFinished(obj *unstructured.Unstructured) bool {
+	if len(f.PhasePath) > 0 {
+		phase, _, _ := unstructured.NestedString(obj.Object, f.PhasePath...)
+		if phase != "" && slices.Contains(f.Phases, phase) {
+			return true
+		}
+	}
+	if len(f.Conditions) == 0 {
+		return false
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if !ok || m["status"] != "True" {
+			continue
+		}
+		if t, ok := m["type"].(string); ok && slices.Contains(f.Conditions, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Normaliser turns one kind of object into a Workload. It fills what only the

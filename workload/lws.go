@@ -12,7 +12,8 @@ import (
 var LeaderWorkerSetGVK = schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"}
 
 func init() {
-	Register(Kind{GVK: LeaderWorkerSetGVK, Resource: "leaderworkersets", Label: "LeaderWorkerSet", GangOwner: true, Normalise: normaliseLeaderWorkerSet})
+	Register(Kind{GVK: LeaderWorkerSetGVK, Resource: "leaderworkersets", Label: "LeaderWorkerSet", GangOwner: true, Normalise: normaliseLeaderWorkerSet,
+		Shape: Shape{Fields: []string{"leaderWorkerTemplate", "size", "leaderTemplate", "workerTemplate"}}})
 }
 
 // normaliseLeaderWorkerSet: spec.replicas groups (default 1) of

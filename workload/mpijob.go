@@ -12,7 +12,8 @@ import (
 var MPIJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
 
 func init() {
-	Register(Kind{GVK: MPIJobGVK, Resource: "mpijobs", Label: "MPIJob", GangOwner: true, Normalise: normaliseMPIJob, Suspend: []string{"spec", "runPolicy", "suspend"}})
+	Register(Kind{GVK: MPIJobGVK, Resource: "mpijobs", Label: "MPIJob", GangOwner: true, Normalise: normaliseMPIJob, Suspend: []string{"spec", "runPolicy", "suspend"},
+		Shape: Shape{RoleMaps: []string{"mpiReplicaSpecs"}}, Finished: Finished{Conditions: []string{"Succeeded", "Failed"}}})
 }
 
 // mpiRoles are the replica specs of an MPIJob, launcher first.

@@ -9,7 +9,8 @@ import (
 var PodGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
 func init() {
-	Register(Kind{GVK: PodGVK, Resource: "pods", Label: "Pod", Normalise: normalisePod})
+	Register(Kind{GVK: PodGVK, Resource: "pods", Label: "Pod", Normalise: normalisePod,
+		Finished: Finished{PhasePath: []string{"status", "phase"}, Phases: []string{"Succeeded", "Failed"}}})
 }
 
 // normalisePod: a bare pod is a gang of one with the single role "main",

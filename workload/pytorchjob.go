@@ -15,7 +15,8 @@ import (
 var PyTorchJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
 
 func init() {
-	Register(Kind{GVK: PyTorchJobGVK, Resource: "pytorchjobs", Label: "PyTorchJob", GangOwner: true, Normalise: normalisePyTorchJob, Suspend: []string{"spec", "runPolicy", "suspend"}})
+	Register(Kind{GVK: PyTorchJobGVK, Resource: "pytorchjobs", Label: "PyTorchJob", GangOwner: true, Normalise: normalisePyTorchJob, Suspend: []string{"spec", "runPolicy", "suspend"},
+		Shape: Shape{Fields: []string{"elasticPolicy"}, RoleMaps: []string{"pytorchReplicaSpecs"}}, Finished: Finished{Conditions: []string{"Succeeded", "Failed"}}})
 }
 
 // pyTorchJob is the part of kubeflow.org/v1 PyTorchJob Mandate reads (no

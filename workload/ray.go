@@ -15,9 +15,17 @@ var (
 )
 
 func init() {
-	Register(Kind{GVK: RayClusterGVK, Resource: "rayclusters", Label: "RayCluster", GangOwner: true, Normalise: normaliseRayCluster, Suspend: []string{"spec", "suspend"}})
-	Register(Kind{GVK: RayJobGVK, Resource: "rayjobs", Label: "RayJob", GangOwner: true, Normalise: normaliseRayJob, Suspend: []string{"spec", "suspend"}})
+	Register(Kind{GVK: RayClusterGVK, Resource: "rayclusters", Label: "RayCluster", GangOwner: true, Normalise: normaliseRayCluster, Suspend: []string{"spec", "suspend"},
+		Shape: Shape{Fields: rayClusterShape}})
+	// A RayJob's jobDeploymentStatus ends Complete or Failed.
+	Register(Kind{GVK: RayJobGVK, Resource: "rayjobs", Label: "RayJob", GangOwner: true, Normalise: normaliseRayJob, Suspend: []string{"spec", "suspend"},
+		Shape:    Shape{Fields: append([]string{"rayClusterSpec"}, rayClusterShape...)},
+		Finished: Finished{PhasePath: []string{"status", "jobDeploymentStatus"}, Phases: []string{"Complete", "Failed"}}})
 }
+
+// rayClusterShape are the fields of a Ray cluster's spec that hold its
+// gang: the head group and the worker groups, their names and hosts.
+var rayClusterShape = []string{"headGroupSpec", "workerGroupSpecs", "groupName", "numOfHosts"}
 
 // normaliseRayCluster: see rayClusterSets. The class is training.
 func normaliseRayCluster(obj *unstructured.Unstructured) (Workload, error) {

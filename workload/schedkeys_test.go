@@ -85,11 +85,19 @@ spec:
 		},
 		{
 			name:     "a Volcano Job's queue and minAvailable",
-			manifest: volcanoJob("minAvailable: 2\n  queue: default", "{nvidia.com/gpu: 1}", "4"),
+			manifest: volcanoJob("minAvailable: 2\n  queue: shared", "{nvidia.com/gpu: 1}", "4"),
 			wantKeys: []SchedulerKey{
-				{Key: "spec.queue", Asks: AsksQueue, Value: "default"},
+				{Key: "spec.queue", Asks: AsksQueue, Value: "shared"},
 				{Key: "spec.minAvailable", Asks: AsksGangMin, Value: "2"},
 			},
+			wantMinPods: 2,
+		},
+		{
+			// The CRD defaults an unset spec.queue to "default" before
+			// the webhook sees the Job: no request, whether written or not.
+			name:        "a Volcano Job's default queue asks for nothing",
+			manifest:    volcanoJob("minAvailable: 2\n  queue: default", "{nvidia.com/gpu: 1}", "4"),
+			wantKeys:    []SchedulerKey{{Key: "spec.minAvailable", Asks: AsksGangMin, Value: "2"}},
 			wantMinPods: 2,
 		},
 		{

@@ -12,7 +12,8 @@ import (
 var TrainJobGVK = schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"}
 
 func init() {
-	Register(Kind{GVK: TrainJobGVK, Resource: "trainjobs", Label: "TrainJob", GangOwner: true, Normalise: normaliseTrainJob, Suspend: []string{"spec", "suspend"}})
+	Register(Kind{GVK: TrainJobGVK, Resource: "trainjobs", Label: "TrainJob", GangOwner: true, Normalise: normaliseTrainJob, Suspend: []string{"spec", "suspend"},
+		Shape: Shape{Fields: []string{"runtimeRef", "trainer", "numNodes", "resourcesPerNode"}}, Finished: Finished{Conditions: []string{"Complete", "Failed"}}})
 }
 
 // normaliseTrainJob: one role, "node", of spec.trainer.numNodes pods, each

@@ -6,21 +6,29 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // VolcanoJobGVK is Volcano's own gang job, batch.volcano.sh/v1alpha1 Job.
 var VolcanoJobGVK = vcbatch.SchemeGroupVersion.WithKind("Job")
 
 func init() {
-	Register(Kind{GVK: VolcanoJobGVK, Resource: "jobs", Label: "VolcanoJob", GangOwner: true, VolcanoNative: true, Normalise: normaliseVolcanoJob})
+	Register(Kind{GVK: VolcanoJobGVK, Resource: "jobs", Label: "VolcanoJob", GangOwner: true, VolcanoNative: true, Normalise: normaliseVolcanoJob,
+		Shape:    Shape{Fields: []string{"tasks"}},
+		Finished: Finished{PhasePath: []string{"status", "state", "phase"}, Phases: []string{"Completed", "Failed", "Terminated", "Aborted"}}})
 }
 
 // normaliseVolcanoJob: one role per task, in task order; each runs
 // spec.tasks[i].replicas pods (0 when absent, as in Volcano). The elastic
 // minimum is spec.minAvailable (0, Volcano's "all pods", counts as none).
 // spec.schedulerName and spec.priorityClassName, which Volcano's job
-// controller applies to the whole gang, win over the task templates'. The
-// class is training.
+// controller applies to the whole gang, win over the task templates'.
+// spec.queue is a request unless it is Volcano's default queue
+// (facts.Volcano.DefaultQueue), which the CRD writes into every Job that
+// names none before the webhook sees it: a Job naming no queue and one
+// naming "default" reach Mandate alike, and the model's queue replaces
+// either without an override warning. The class is training.
 func normaliseVolcanoJob(obj *unstructured.Unstructured) (Workload, error) {
 	// Counts first, from the raw object: the typed conversion would wrap
 	// out-of-range integers silently.
@@ -73,7 +81,7 @@ func normaliseVolcanoJob(obj *unstructured.Unstructured) (Workload, error) {
 			fmt.Sprintf("must be a whole number from 0 to the %d replicas of all tasks", w.Pods))
 	}
 	w.MinPods = minAvailable
-	if job.Spec.Queue != "" {
+	if job.Spec.Queue != "" && job.Spec.Queue != facts.Volcano.DefaultQueue {
 		w.SchedulerKeys = append(w.SchedulerKeys, SchedulerKey{Key: "spec.queue", Asks: AsksQueue, Value: job.Spec.Queue})
 	}
 	if minAvailable > 0 {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/evalview"
 	"github.com/mandate-dev/mandate/policies"
-	"github.com/mandate-dev/mandate/report"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -142,14 +142,14 @@ func loadPolicy(dir string) (*evaluator.Policy, error) {
 	return evaluator.LoadPaths([]string{dir}, "dev")
 }
 
-func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]report.Item, []string, error) {
+func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]evalview.Item, []string, error) {
 	files, err := manifestFiles(o.manifest)
 	if err != nil {
 		return nil, nil, err
 	}
 	req := evaluator.Request{Operation: "CREATE", User: o.user, Groups: o.groups}
 	var (
-		items   []report.Item
+		items   []evalview.Item
 		skipped []string
 	)
 	for _, file := range files {
@@ -174,11 +174,11 @@ func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]r
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
-			items = append(items, report.Item{Source: filepath.Base(file), Review: rv})
+			items = append(items, evalview.Item{Source: filepath.Base(file), Review: rv})
 			if preview, ok, err := podPreview(obj, rv, req); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			} else if ok {
-				items = append(items, report.Item{Source: filepath.Base(file) + " (its pods)", Review: preview})
+				items = append(items, evalview.Item{Source: filepath.Base(file) + " (its pods)", Review: preview})
 			}
 		}
 	}
@@ -269,15 +269,15 @@ func readManifest(file string) ([]byte, error) {
 	return data, nil
 }
 
-func render(out io.Writer, format string, items []report.Item) error {
+func render(out io.Writer, format string, items []evalview.Item) error {
 	switch format {
 	case "json":
-		return report.WriteJSON(out, items)
+		return evalview.WriteJSON(out, items)
 	case "yaml":
-		return report.WriteYAML(out, items)
+		return evalview.WriteYAML(out, items)
 	}
-	if err := report.WriteSummary(out, items); err != nil {
+	if err := evalview.WriteSummary(out, items); err != nil {
 		return err
 	}
-	return report.WriteDetails(out, items)
+	return evalview.WriteDetails(out, items)
 }

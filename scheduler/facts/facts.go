@@ -150,6 +150,12 @@ type Scheduler struct {
 	// CREATE and reserves nothing for it.
 	OwnsQuota bool
 
+	// DefaultQueue is the queue the scheduler's CRDs write into an object
+	// that names none before any admission webhook sees it (Volcano's Job
+	// and PodGroup spec.queue); "" when none. A defaulted and an explicit
+	// one cannot be told apart, so neither is read as a request.
+	DefaultQueue string
+
 	// QueueKind is what the queue key names; nil when none. Admission warns
 	// of a queue that does not exist (or is not open), explain shows it.
 	QueueKind *QueueKind

@@ -14,8 +14,7 @@ import (
 )
 
 // elsewhere are the literals equal to a registered one that mean something
-// else in the file named: a namespace, a key ID or Volcano's default queue
-// called "default", the pod's (or a PodGroup's) spec.priorityClassName
+// else in the file named: a namespace or a key ID called "default", the pod's (or a PodGroup's) spec.priorityClassName
 // field, which KAI's label is named after.
 var elsewhere = map[string]map[string]string{
 	"default": {
@@ -23,7 +22,6 @@ var elsewhere = map[string]map[string]string{
 		"review/review.go":       "the default namespace",
 		"cmd/mandate/explain.go": "the default namespace",
 		"cmd/mandate/eval.go":    "the default namespace",
-		"gang/podgroup.go":       "Volcano's default queue",
 	},
 	"priorityClassName": {
 		"scheduler/podgroup.go": "a PodGroup's spec field",

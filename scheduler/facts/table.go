@@ -32,6 +32,7 @@ var (
 		GroupName:      Key{Name: "scheduling.k8s.io/group-name", Place: PodAnnotation},
 		Requests:       []Request{{Key: volcanoQueueKey, Asks: AsksQueue}},
 		PodKeyPrefixes: []string{"volcano.sh/", "scheduling.volcano.sh/"},
+		DefaultQueue:   "default",
 		QueueKind:      &QueueKind{Kind: volcanoQueue, HasState: true, CapacityPath: []string{"spec", "capability"}},
 		GroupKinds:     []Kind{kind(volcanoQueue.GVK.Group, "v1beta1", "PodGroup", "podgroups", true)},
 		SyncKinds: []SyncKind{

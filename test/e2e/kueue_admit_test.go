@@ -17,16 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology/topologytest"
 )
 
-// kueueAdmittedJob is two pods of 8 GPUs: the default model requires them
-// in one NVLink clique (four of the test nodes). It is created as a user
-// would write it, without suspend: Kueue's Job webhook runs before
-// Mandate's adds the queue label, so Mandate holds it for Kueue.
+// kueueAdmittedJob is two pods of 8 GPUs, 4 CPUs and 16Gi of memory, as
+// an ordinary Job asks: the default model requires them in one NVLink
+// clique (four of the test nodes). It is created as a user would write it,
+// without suspend: Kueue's Job webhook runs before Mandate's adds the queue
+// label, so Mandate holds it for Kueue.
 const kueueAdmittedJob = `
 apiVersion: batch/v1
 kind: Job
@@ -47,10 +50,6 @@ spec:
           limits: {nvidia.com/gpu: 8}
 `
 
-// kueueClusterQueue is the ClusterQueue made for the test, which the
-// LocalQueue Mandate names points at.
-const kueueClusterQueue = "e2e-product"
-
 var (
 	kueueWorkloadGVK     = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
 	kueueClusterQueueGVK = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "ClusterQueue"}
@@ -59,29 +58,29 @@ var (
 // TestKueueAdmitsMandatedJob: Kueue's real controller (v0.19.2, built by
 // hack/envtest-assets.sh and run by envtest.StartKueue, its webhooks
 // registered) admits the suspended Job Mandate mutated for a tenant on
-// Kueue — through the LocalQueue and WorkloadPriorityClass Mandate named,
-// into the ClusterQueue made for the test, with a Topology-Aware
+// Kueue — through the LocalQueue, ClusterQueue, ResourceFlavors, Topology
+// and WorkloadPriorityClasses that mandate sync's code path made from the
+// model, no Kueue object written by hand, although the Job asks for cpu
+// and memory besides the GPUs the model governs — with a Topology-Aware
 // Scheduling placement that honours the topology Mandate required (one
-// clique) — and unsuspends it. Mandate's own usage never counts it: Kueue
+// clique), and unsuspends it. Mandate's own usage never counts it: Kueue
 // holds its quota.
 func TestKueueAdmitsMandatedJob(t *testing.T) {
 	// What Mandate renders, from the model: tenant product's queue, the
-	// priority tiers (as WorkloadPriorityClasses), the topology levels.
+	// priority tiers (as WorkloadPriorityClasses).
 	var (
-		queue  string
-		tiers  = map[string]int64{}
-		levels []string
+		queue string
+		tiers = map[string]int64{}
+		data  map[string]any
 	)
-	dir := candidateDir(t, func(model map[string]any) {
-		product := model["tenants"].(map[string]any)["product"].(map[string]any)
+	dir := candidateDir(t, func(m map[string]any) {
+		product := m["tenants"].(map[string]any)["product"].(map[string]any)
 		product["scheduler"] = "kueue"
 		queue = product["queue"].(string)
-		for name, p := range model["priorities"].(map[string]any) {
+		for name, p := range m["priorities"].(map[string]any) {
 			tiers[name] = int64(p.(map[string]any)["value"].(float64))
 		}
-		for _, l := range model["topology"].(map[string]any)["levels"].([]any) {
-			levels = append(levels, l.(map[string]any)["nodeLabel"].(string))
-		}
+		data = m
 	})
 	s := startWith(t, startOptions{env: []envtest.Option{envtest.WithKueueCRDs()}, config: func(c *config.Serve) {
 		c.Bundle.Source = fixtures.BundleFile(t, dir, "kueue-admit-r1")
@@ -90,11 +89,16 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	ctx := context.Background()
 	envtest.StartKueue(t, s.env)
 	// Kueue's Topology-Aware Scheduling counts pods and memory against
-	// the nodes' allocatable, as a kubelet reports them.
+	// the nodes' allocatable, as a kubelet reports them; NVIDIA's GPU
+	// feature discovery marks GPU nodes nvidia.com/gpu.present.
 	for i := range 8 {
 		node := &corev1.Node{}
 		if err := s.env.Client.Get(ctx, client.ObjectKey{Name: fixtures.GPUNode(i).Name}, node); err != nil {
 			t.Fatal(err)
+		}
+		node.Labels["nvidia.com/gpu.present"] = "true"
+		if err := s.env.Client.Update(ctx, node); err != nil {
+			t.Fatalf("unable to label node %s: %v", node.Name, err)
 		}
 		for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
 			list[corev1.ResourcePods], list[corev1.ResourceMemory] = resource.MustParse("110"), resource.MustParse("2Ti")
@@ -104,43 +108,30 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 		}
 	}
 
-	// Kueue's objects, under the names Mandate renders and with the
-	// model's topology levels.
-	topologyLevels := make([]any, len(levels))
-	for i, l := range levels {
-		topologyLevels[i] = map[string]any{"nodeLabel": l}
+	// Kueue's objects, as mandate sync makes them: its code path, on the
+	// model of the bundle serve runs, for Kueue.
+	spec, err := model.FromData(map[string]any{"mandate": map[string]any{"model": data}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	objs := []map[string]any{
-		{"kind": "Topology", "metadata": map[string]any{"name": "helix-fabric"},
-			"spec": map[string]any{"levels": topologyLevels}},
-		{"kind": "ResourceFlavor", "metadata": map[string]any{"name": "h100"},
-			"spec": map[string]any{"nodeLabels": map[string]any{topologytest.LabelProduct: topologytest.ProductH100}, "topologyName": "helix-fabric"}},
-		{"kind": "ClusterQueue", "metadata": map[string]any{"name": kueueClusterQueue},
-			"spec": map[string]any{"namespaceSelector": map[string]any{}, "resourceGroups": []any{map[string]any{
-				"coveredResources": []any{"cpu", "memory", "nvidia.com/gpu"},
-				"flavors": []any{map[string]any{"name": "h100", "resources": []any{
-					map[string]any{"name": "cpu", "nominalQuota": "64"},
-					map[string]any{"name": "memory", "nominalQuota": "512Gi"},
-					map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "16"},
-				}}},
-			}}}},
-		{"kind": "LocalQueue", "metadata": map[string]any{"name": queue, "namespace": "product"},
-			"spec": map[string]any{"clusterQueue": kueueClusterQueue}},
+	syncer := schedsync.Syncer{Client: s.env.Client}
+	plan, err := syncer.PlanModel(ctx, spec, schedsync.Options{Schedulers: []string{"kueue"}})
+	if err != nil {
+		t.Fatalf("mandate sync's plan: %v", err)
 	}
-	for name, value := range tiers {
-		objs = append(objs, map[string]any{"kind": "WorkloadPriorityClass", "metadata": map[string]any{"name": name}, "value": value})
+	if err := syncer.Apply(ctx, plan, false); err != nil {
+		t.Fatalf("mandate sync's apply: %v", err)
 	}
-	for _, obj := range objs {
-		u := &unstructured.Unstructured{Object: obj}
-		u.SetAPIVersion("kueue.x-k8s.io/v1beta2")
-		if err := s.env.Client.Create(ctx, u); err != nil {
-			t.Fatalf("create Kueue %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
+	clusterQueue := spec.QueueName("product")
+	lq := &unstructured.Unstructured{}
+	lq.SetGroupVersionKind(schedsync.LocalQueueKind.GVK)
+	if err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: "product", Name: queue}, lq); err != nil {
+		t.Fatalf("mandate sync made no LocalQueue %s in product: %v", queue, err)
 	}
 	cq := &unstructured.Unstructured{}
 	cq.SetGroupVersionKind(kueueClusterQueueGVK)
-	waitKueue(t, "ClusterQueue "+kueueClusterQueue+" to be active", func() (bool, string) {
-		if err := s.env.Client.Get(ctx, client.ObjectKey{Name: kueueClusterQueue}, cq); err != nil {
+	waitKueue(t, "ClusterQueue "+clusterQueue+" to be active", func() (bool, string) {
+		if err := s.env.Client.Get(ctx, client.ObjectKey{Name: clusterQueue}, cq); err != nil {
 			return false, err.Error()
 		}
 		return conditionTrue(cq, "Active"), fmt.Sprintf("status %v", cq.Object["status"])
@@ -195,17 +186,31 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	if got, _, _ := unstructured.NestedString(wl.Object, "spec", "queueName"); got != queue {
 		t.Errorf("Workload's queue = %q, want Mandate's %s", got, queue)
 	}
-	if got, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue"); got != kueueClusterQueue {
-		t.Errorf("Workload admitted into ClusterQueue %q, want %s", got, kueueClusterQueue)
+	if got, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue"); got != clusterQueue {
+		t.Errorf("Workload admitted into ClusterQueue %q, want mandate sync's %s", got, clusterQueue)
 	}
 	assignments, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
 	if len(assignments) != 1 {
 		t.Fatalf("Workload has %d pod set assignments, want 1: %v", len(assignments), assignments)
 	}
 	psa := assignments[0].(map[string]any)
-	if got, _, _ := unstructured.NestedString(psa, "flavors", "nvidia.com/gpu"); got != "h100" {
-		t.Errorf("GPUs assigned flavor %q, want h100", got)
+	// GPUs, cpu and memory come from one flavor mandate sync made, whose
+	// node labels the admitted Job's pods are then pinned to.
+	flavor, _, _ := unstructured.NestedString(psa, "flavors", "nvidia.com/gpu")
+	for _, r := range []string{"cpu", "memory"} {
+		if got, _, _ := unstructured.NestedString(psa, "flavors", r); got != flavor {
+			t.Errorf("%s assigned flavor %q, GPUs %q: want one flavor for the pod set", r, got, flavor)
+		}
 	}
+	rf := &unstructured.Unstructured{}
+	rf.SetGroupVersionKind(schedsync.ResourceFlavorKind.GVK)
+	if err := s.env.Client.Get(ctx, client.ObjectKey{Name: flavor}, rf); err != nil {
+		t.Fatalf("GPUs assigned flavor %q: %v", flavor, err)
+	}
+	if got := rf.GetLabels()[schedsync.LabelManagedBy]; got != schedsync.ManagedBy {
+		t.Errorf("flavor %s is managed by %q, want mandate sync's", flavor, got)
+	}
+	flavorLabels, _, _ := unstructured.NestedStringMap(rf.Object, "spec", "nodeLabels")
 	ta, ok, _ := unstructured.NestedMap(psa, "topologyAssignment")
 	if !ok {
 		t.Fatalf("Workload admitted without a topology assignment: %v", psa)
@@ -227,14 +232,17 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	if total != 2 || len(cliques) != 1 {
 		t.Errorf("topology assignment %v puts %d pods in cliques %v: want both pods in one clique, as Mandate required", pods, total, cliques)
 	}
-	t.Logf("Kueue admitted Workload %s into ClusterQueue %s, pods per node %v (cliques %v)", wl.GetName(), kueueClusterQueue, pods, cliques)
+	t.Logf("Kueue admitted Workload %s into ClusterQueue %s, flavor %s, pods per node %v (cliques %v)", wl.GetName(), clusterQueue, flavor, pods, cliques)
 
 	// Kueue's admission changed the Job — unsuspended it, gave its pods
 	// the flavor's node selector and the gate its TAS ungater lifts once
 	// it has placed them — under Mandate's validating webhook, which let
 	// it; Mandate's keys are still there.
-	if got, _, _ := unstructured.NestedString(job.Object, "spec", "template", "spec", "nodeSelector", topologytest.LabelProduct); got != topologytest.ProductH100 {
-		t.Errorf("admitted Job's node selector %s = %q, want flavor h100's %s", topologytest.LabelProduct, got, topologytest.ProductH100)
+	selector, _, _ := unstructured.NestedStringMap(job.Object, "spec", "template", "spec", "nodeSelector")
+	for k, v := range flavorLabels {
+		if selector[k] != v {
+			t.Errorf("admitted Job's node selector %v lacks flavor %s's %s=%s", selector, flavor, k, v)
+		}
 	}
 	gates, _, _ := unstructured.NestedSlice(job.Object, "spec", "template", "spec", "schedulingGates")
 	if !slices.ContainsFunc(gates, func(g any) bool { return g.(map[string]any)["name"] == "kueue.x-k8s.io/topology" }) {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,8 +94,9 @@ spec:
 
 // TestUsersSchedulerKeys: on a real API server, the scheduler keys a user
 // sets are kept when the model allows them, overridden only with a
-// warning naming the key and both values, and a kind the tenant's
-// scheduler cannot run is Forbidden with the reason.
+// warning naming the key and both values (a Volcano Job's queue the CRD
+// defaulted is none), and a kind the tenant's scheduler cannot run is
+// Forbidden with the reason.
 func TestUsersSchedulerKeys(t *testing.T) {
 	s := start(t)
 	s.populate(t)
@@ -158,6 +160,24 @@ func TestUsersSchedulerKeys(t *testing.T) {
 		want := `SCHEDULER_KEY_OVERRIDDEN: label kai.scheduler/queue asks for queue "root-eng-prod", but the authority model sets queue "product" for tenant product`
 		if !containsString(warnings.get(), want) {
 			t.Errorf("warnings %q lack %q", warnings.get(), want)
+		}
+	})
+
+	t.Run("a Volcano Job naming no queue gets no override warning", func(t *testing.T) {
+		// Volcano's CRD defaults spec.queue to "default" before the
+		// webhook sees the Job: that is no request of the user's.
+		create(t, llmVolcanoJob)
+		job := object(t, llmVolcanoJob)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(job.Object, "spec", "queue"); got != "research-llm" {
+			t.Errorf("spec.queue = %q, want the tenant's research-llm", got)
+		}
+		for _, w := range warnings.get() {
+			if strings.Contains(w, "SCHEDULER_KEY_OVERRIDDEN") {
+				t.Errorf("warning %q for a Job that names no queue", w)
+			}
 		}
 	})
 

@@ -1,4 +1,4 @@
-package webhook
+package review
 
 import (
 	"crypto/hmac"

@@ -1,9 +1,9 @@
-// Package report renders decisions for people and for machines: the table
+// Package evalview renders decisions for people and for machines: the table
 // `mandate eval` and `mandate demo` print (what was admitted, mutated or
 // denied, by which dimension and why), and the JSON/YAML view whose top level
 // carries allowed, violations (with the warned and dryrun ones of staged
 // rules), warnings and directives.
-package report
+package evalview
 
 import (
 	"encoding/json"

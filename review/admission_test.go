@@ -1,0 +1,81 @@
+package review_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/reviewtest"
+)
+
+// request is a CREATE (or, with old, an UPDATE) of a YAML object.
+func request(t *testing.T, manifest, old string) review.Request {
+	t.Helper()
+	obj := reviewtest.Object(t, manifest)
+	raw, err := yaml.YAMLToJSON([]byte(manifest))
+	require.NoError(t, err)
+	req := review.Request{Request: evaluator.Request{Operation: "CREATE", User: "alice", UID: "uid-1"},
+		Kind: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: raw}
+	if old != "" {
+		req.Operation = "UPDATE"
+		if req.OldObject, err = yaml.YAMLToJSON([]byte(old)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return req
+}
+
+// TestProtocolSteps: which step of the protocol answers a request, and
+// which answers carry a decision for metrics and the decision log.
+func TestProtocolSteps(t *testing.T) {
+	r, rec := reviewtest.Service(t)
+	ctx := context.Background()
+	seal, err := review.NewSeal()
+	require.NoError(t, err)
+	gate := review.Gate{Seal: seal}
+
+	denied := r.Admit(ctx, request(t, fixtures.PlatformTooBig, ""), gate)
+	assert.Equal(t, review.Denied, denied.Outcome)
+	assert.Equal(t, review.StepDecision, denied.Step)
+	require.NotNil(t, denied.Decided)
+	assert.NotEmpty(t, denied.Violations)
+	assert.Contains(t, denied.Reason, "quota")
+	assert.Contains(t, denied.Message, "ceiling")
+	assert.Equal(t, denied.Decided.Result.Decision.ID, denied.AuditAnnotations[review.AuditDecisionID])
+
+	admitted := r.Admit(ctx, request(t, fixtures.VisionSweep, ""), gate)
+	assert.Equal(t, review.Allowed, admitted.Outcome)
+	assert.Equal(t, review.StepDecision, admitted.Step)
+	require.NotNil(t, admitted.Decided)
+	assert.False(t, admitted.Decided.Reinvocation)
+	var sealed bool
+	for _, op := range admitted.Patch {
+		sealed = sealed || op.Path == "/metadata/annotations/mandate.dev~1directives-seal"
+	}
+	assert.True(t, sealed, "an admitted workload is sealed for the validating webhook")
+
+	exempt := r.Admit(ctx, request(t, fixtures.PlatformTooBig, ""), review.Gate{ExemptNamespaces: []string{"platform"}})
+	assert.Equal(t, review.Allowed, exempt.Outcome)
+	assert.Equal(t, review.StepNone, exempt.Step)
+	assert.Nil(t, exempt.Decided)
+
+	broken := request(t, fixtures.VisionSweep, "")
+	broken.Object = []byte("{")
+	calls := rec.Calls()
+	invalid := r.Validate(ctx, broken, gate)
+	assert.Equal(t, review.Invalid, invalid.Outcome)
+	assert.ErrorContains(t, invalid.Err, "not a JSON object")
+	assert.Equal(t, calls, rec.Calls(), "an unreadable object is never decided")
+
+	update := r.Validate(ctx, request(t, fixtures.VisionSweep, fixtures.VisionSweep), gate)
+	assert.Equal(t, review.Allowed, update.Outcome)
+	assert.Equal(t, review.StepUpdate, update.Step)
+	assert.Equal(t, "not admitted by Mandate", update.Message)
+	assert.Nil(t, update.Decided)
+}
