@@ -28,6 +28,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/review"
@@ -95,7 +96,7 @@ func (e entry) typed() []*corev1.Pod {
 // Audit decides every workload of inv against the candidate and reports
 // the outcome per workload, sorted: would-deny first, then would-change,
 // then unchanged, each by namespace, kind and name.
-func Audit(ctx context.Context, inv *Inventory, o Options) (*Report, error) {
+func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, error) {
 	state, counted := o.State, o.State != nil
 	if !counted {
 		var err error
@@ -182,7 +183,7 @@ func decide(ctx context.Context, r *review.Service, state *cluster.State, e entr
 // owner, with the pods it controls, and every pod not controlled by an
 // owner in the inventory. A pod whose governed owner is missing is audited
 // on its own, as the webhook decides it when the owner is gone.
-func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
+func plan(inv *inventory.Inventory, o Options) ([]entry, *Report, error) {
 	rep := &Report{}
 	var entries []entry
 	owners := map[string]int{}
@@ -241,7 +242,7 @@ func plan(inv *Inventory, o Options) ([]entry, *Report, error) {
 		case o.Namespace != "" && ns != o.Namespace:
 		case finished(e.obj):
 			nFinished++
-		case inv.countedOnly && subtracted(e.typed()).Pods > 0:
+		case inv.CountedOnly() && subtracted(e.typed()).Pods > 0:
 			// Runs or is placed: counted; a report never lists it.
 		default:
 			// Audited: its pods typed, as decide reads them.
@@ -296,4 +297,14 @@ func subtracted(pods []*corev1.Pod) Subtracted {
 		}
 	}
 	return s
+}
+
+// finished says whether a workload has run to its end, as its kind's
+// registration says (workload.Kind.Finished): a pod that succeeded or
+// failed, a Job with a true Complete or Failed condition, a JobSet with a
+// true Completed one, a Volcano Job in a final phase. Finished workloads
+// hold no GPUs and are never admitted again, so they are not audited.
+func finished(obj *unstructured.Unstructured) bool {
+	k, ok := workload.Lookup(obj.GroupVersionKind())
+	return ok && k.Finished.IsFinished(obj)
 }

@@ -14,12 +14,13 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/review"
 )
 
-func readSnapshot(t *testing.T, path string) *audit.Inventory {
+func readSnapshot(t *testing.T, path string) *inventory.Inventory {
 	t.Helper()
-	inv, err := audit.ReadSnapshot(path)
+	inv, err := inventory.ReadSnapshot(path)
 	require.NoError(t, err)
 	return inv
 }
@@ -243,7 +244,7 @@ func TestReadSnapshotErrors(t *testing.T) {
 		{"malformed pod", write("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers: 3\n"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inv, err := audit.ReadSnapshot(tc.path)
+			inv, err := inventory.ReadSnapshot(tc.path)
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 				ev := defaultPolicy(t)

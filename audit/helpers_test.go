@@ -17,6 +17,7 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/fixtures"
@@ -57,7 +58,7 @@ func candidatePolicy(t *testing.T) *evaluator.Evaluator {
 	})
 }
 
-func run(t *testing.T, inv *audit.Inventory, ev *evaluator.Evaluator) *audit.Report {
+func run(t *testing.T, inv *inventory.Inventory, ev *evaluator.Evaluator) *audit.Report {
 	t.Helper()
 	rep, err := audit.Audit(context.Background(), inv, audit.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision()})
 	require.NoError(t, err)
@@ -81,7 +82,7 @@ func verdicts(rep *audit.Report) map[string]string {
 // them: each owner and standalone pod decided by the default policy in a
 // cluster of only nodes and namespaces (an empty cluster), and mutated;
 // pods of owners rendered with their owner's directives.
-func admit(t *testing.T, inv *audit.Inventory) []*unstructured.Unstructured {
+func admit(t *testing.T, inv *inventory.Inventory) []*unstructured.Unstructured {
 	t.Helper()
 	ctx := context.Background()
 	ev := defaultPolicy(t)
@@ -132,7 +133,7 @@ func admit(t *testing.T, inv *audit.Inventory) []*unstructured.Unstructured {
 // TestAdmittedSnapshotIsCurrent keeps testdata/admitted.yaml what admit
 // makes of testdata/snapshot.yaml (go test -run Current -update rewrites it).
 func TestAdmittedSnapshotIsCurrent(t *testing.T) {
-	inv, err := audit.ReadSnapshot(rawSnapshot)
+	inv, err := inventory.ReadSnapshot(rawSnapshot)
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	buf.WriteString("# Generated from snapshot.yaml by TestAdmittedSnapshotIsCurrent (-update):\n" +

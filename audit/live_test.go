@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/audit"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
@@ -28,7 +29,7 @@ import (
 // nodes, with controller references to the owners' real UIDs, and their
 // status phase). The finished Job is left out: the API server only takes
 // a Complete condition from the Job controller's bookkeeping.
-func createCluster(t *testing.T, c client.Client, inv *audit.Inventory) {
+func createCluster(t *testing.T, c client.Client, inv *inventory.Inventory) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, fixtures.CreatePriorityClasses(ctx, c))
@@ -85,7 +86,7 @@ func TestAuditLiveCluster(t *testing.T) {
 	createCluster(t, env.Client, readSnapshot(t, admittedSnapshot))
 	kubeconfig := env.WriteKubeconfig(t, "auditor")
 
-	inv, err := audit.ListKubeconfig(ctx, kubeconfig, "")
+	inv, err := inventory.ListKubeconfig(ctx, kubeconfig, "")
 	require.NoError(t, err)
 	assert.Empty(t, inv.Notes, "every kind is served")
 	assert.Len(t, inv.Nodes, 8)
@@ -124,10 +125,10 @@ func TestAuditLiveCluster(t *testing.T) {
 	t.Run("missing CRD is a note", func(t *testing.T) {
 		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "pytorchjobs.kubeflow.org"}}
 		require.NoError(t, env.Client.Delete(ctx, crd))
-		var inv *audit.Inventory
+		var inv *inventory.Inventory
 		require.Eventually(t, func() bool {
 			var err error
-			inv, err = audit.ListKubeconfig(ctx, kubeconfig, "")
+			inv, err = inventory.ListKubeconfig(ctx, kubeconfig, "")
 			require.NoError(t, err)
 			return len(inv.Notes) > 0
 		}, time.Minute, 200*time.Millisecond)

@@ -23,6 +23,7 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology/topologytest"
 )
@@ -69,9 +70,9 @@ func TestReportHeapAtScale(t *testing.T) {
 
 // inventory is 12,500 nodes and pods running pods of Jobs of 8, as
 // ListCounted keeps them (counted) or List does.
-func inventory(t *testing.T, pods int, counted bool) *audit.Inventory {
+func inventory(t *testing.T, pods int, counted bool) *inventory.Inventory {
 	t.Helper()
-	inv := &audit.Inventory{Source: "synthetic"}
+	inv := &inventory.Inventory{Source: "synthetic"}
 	add := func(obj any, gvk string) *unstructured.Unstructured {
 		u, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		require.NoError(t, err)

@@ -7,11 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 )
 
 func heldNow(ctx context.Context, held Held) ([]*cluster.PodFacts, []*corev1.Node, bool) {
@@ -32,7 +32,7 @@ func FromCluster(reader client.Reader, current func() *evaluator.Evaluator, exem
 }
 
 // Held reads the Pods and Nodes serve's informers hold (cluster.PodFacts
-// and stripped Nodes, what audit.ListCounted keeps of them); ok false when
+// and stripped Nodes, what inventory.ListCounted keeps of them); ok false when
 // they cannot be read, and then they are listed.
 type Held func(ctx context.Context) (pods []*cluster.PodFacts, nodes []*corev1.Node, ok bool)
 
@@ -51,13 +51,13 @@ func FromClusterHeld(reader client.Reader, held Held, current func() *evaluator.
 		// whole cluster as unstructured objects would be gigabytes at
 		// 150,000 pods.
 		var (
-			inv *audit.Inventory
+			inv *inventory.Inventory
 			err error
 		)
 		if pods, nodes, ok := heldNow(ctx, held); ok {
-			inv, err = audit.ListCountedHeld(ctx, reader, "cluster", pods, nodes)
+			inv, err = inventory.ListCountedHeld(ctx, reader, "cluster", pods, nodes)
 		} else {
-			inv, err = audit.ListCounted(ctx, reader, "cluster")
+			inv, err = inventory.ListCounted(ctx, reader, "cluster")
 		}
 		if err != nil {
 			return nil, err

@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/authoritymetrics"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology/topologytest"
@@ -94,7 +94,7 @@ func TestFromClusterKeepsWhatIsCounted(t *testing.T) {
 	// What the loop computed before: the whole cluster, unstructured,
 	// every workload decided.
 	whole := func(ctx context.Context) (*clusterreport.Report, error) {
-		inv, err := audit.List(ctx, c, "cluster")
+		inv, err := inventory.List(ctx, c, "cluster")
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func TestFromClusterKeepsWhatIsCounted(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return (after.TotalAlloc - before.TotalAlloc) / uint64(pods)
 	}
-	held := func(list func(context.Context, client.Reader, string) (*audit.Inventory, error)) uint64 {
+	held := func(list func(context.Context, client.Reader, string) (*inventory.Inventory, error)) uint64 {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -174,7 +174,7 @@ func TestFromClusterKeepsWhatIsCounted(t *testing.T) {
 		return (after.HeapAlloc - before.HeapAlloc) / uint64(pods)
 	}
 	allocWhole, allocCounted := allocated(whole), allocated(counted)
-	heldWhole, heldCounted := held(audit.List), held(audit.ListCounted)
+	heldWhole, heldCounted := held(inventory.List), held(inventory.ListCounted)
 	t.Logf("%d running pods, %d nodes: one report allocates %d B/pod (whole cluster, every workload decided) → %d B/pod (counted only); "+
 		"its inventory holds %d B/pod → %d B/pod", pods, nodes+4, allocWhole, allocCounted, heldWhole, heldCounted)
 	assert.Less(t, allocCounted, allocWhole/2, "a report allocates less than half of what it did per pod")

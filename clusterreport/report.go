@@ -17,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
@@ -134,7 +134,7 @@ type Options struct {
 }
 
 // Build reports on inv (and the schedulers' objects in sched).
-func Build(ctx context.Context, inv *audit.Inventory, sched *explain.SchedulerState, o Options) (*Report, error) {
+func Build(ctx context.Context, inv *inventory.Inventory, sched *explain.SchedulerState, o Options) (*Report, error) {
 	state, err := cluster.New(o.Model)
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func usageOf(state *cluster.State, m model.Model) map[string]map[string]ledger.U
 }
 
 // count feeds state inv's nodes, namespaces and pods.
-func count(state *cluster.State, inv *audit.Inventory) error {
+func count(state *cluster.State, inv *inventory.Inventory) error {
 	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
 		if err := state.Add(obj); err != nil {
 			return fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
@@ -338,7 +338,7 @@ type node struct {
 	used  map[string]int
 }
 
-func nodesOf(inv *audit.Inventory, cfg topology.Config) ([]node, error) {
+func nodesOf(inv *inventory.Inventory, cfg topology.Config) ([]node, error) {
 	used := map[string]map[string]int{}
 	err := inv.EachPod(func(pod *corev1.Pod) error {
 		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/policies"
 )
 
@@ -38,7 +38,7 @@ func fixtureReport(t *testing.T, extra ...string) *clusterreport.Report {
 	}
 	path := filepath.Join(t.TempDir(), "snapshot.yaml")
 	require.NoError(t, os.WriteFile(path, all.Bytes(), 0o600))
-	inv, err := audit.ReadSnapshot(path)
+	inv, err := inventory.ReadSnapshot(path)
 	require.NoError(t, err)
 	inv.Source = "fixture"
 	sched, err := explain.ReadSchedulerState(bytes.NewReader(all.Bytes()))

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
 )
@@ -54,7 +54,7 @@ type holder struct {
 	preemptible bool
 }
 
-func holdersOf(inv *audit.Inventory, m model.Model) holders {
+func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 	h := holders{byTenant: map[string][]holder{}, model: m, domains: map[string][]string{}}
 	tenantOf := map[string]string{}
 	for _, ns := range inv.Namespaces {

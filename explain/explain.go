@@ -17,6 +17,7 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/review"
 )
@@ -91,7 +92,7 @@ type Block struct {
 
 // Explain decides the target again against inv as it is now and gathers
 // the scheduler's objects about it from sched (nil: none known).
-func Explain(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, t Target, o Options) (*Explanation, error) {
+func Explain(ctx context.Context, inv *inventory.Inventory, sched *SchedulerState, t Target, o Options) (*Explanation, error) {
 	obj, err := find(inv, t)
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func Explain(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, t
 }
 
 // All explains every governed workload of inv, deciding each once.
-func All(ctx context.Context, inv *audit.Inventory, sched *SchedulerState, o Options) ([]*Explanation, error) {
+func All(ctx context.Context, inv *inventory.Inventory, sched *SchedulerState, o Options) ([]*Explanation, error) {
 	rep, err := audit.Audit(ctx, inv, audit.Options{
 		Decider: o.Decider, Model: o.Model, Revision: o.Revision, Exempt: o.Exempt, Explain: true, State: o.State,
 	})
@@ -149,7 +150,7 @@ func refKey(apiVersion, kind, namespace, name string) string {
 }
 
 // build explains one decided workload.
-func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Inventory, sched *SchedulerState, o Options, h holders) *Explanation {
+func build(res *audit.Result, obj *unstructured.Unstructured, inv *inventory.Inventory, sched *SchedulerState, o Options, h holders) *Explanation {
 	e := &Explanation{
 		Workload: res.Workload, Revision: o.Revision, Source: inv.Source,
 		Dimensions: res.Explanations, Directives: res.Directives, Subtracted: res.Subtracted,
@@ -196,7 +197,7 @@ func build(res *audit.Result, obj *unstructured.Unstructured, inv *audit.Invento
 var waits = []string{"QUOTA_CEILING_BUSY", "TOPOLOGY_WAITS"}
 
 // find looks the target up among the inventory's governed objects.
-func find(inv *audit.Inventory, t Target) (*unstructured.Unstructured, error) {
+func find(inv *inventory.Inventory, t Target) (*unstructured.Unstructured, error) {
 	kind := strings.ToLower(t.Kind)
 	var matches []*unstructured.Unstructured
 	for _, obj := range slices.Concat(inv.Owners, inv.Pods) {

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/policies"
 )
 
@@ -40,7 +40,7 @@ var Cases = []struct {
 	{explain.Target{Kind: "job", Namespace: "llm", Name: "llm-small"}, "", ""},
 }
 
-func snapshot(t *testing.T) (*audit.Inventory, *explain.SchedulerState) {
+func snapshot(t *testing.T) (*inventory.Inventory, *explain.SchedulerState) {
 	t.Helper()
 	var all bytes.Buffer
 	for _, f := range fixtureFiles {
@@ -51,7 +51,7 @@ func snapshot(t *testing.T) (*audit.Inventory, *explain.SchedulerState) {
 	}
 	path := filepath.Join(t.TempDir(), "snapshot.yaml")
 	require.NoError(t, os.WriteFile(path, all.Bytes(), 0o600))
-	inv, err := audit.ReadSnapshot(path)
+	inv, err := inventory.ReadSnapshot(path)
 	require.NoError(t, err)
 	inv.Source = "snapshot"
 	sched, err := explain.ReadSchedulerState(bytes.NewReader(all.Bytes()))

@@ -11,6 +11,7 @@ import (
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 )
 
 type auditOptions struct {
@@ -139,9 +140,9 @@ func loadCandidate(o auditOptions) (*evaluator.Policy, error) {
 	return p, err
 }
 
-func readInventory(ctx context.Context, o auditOptions) (*audit.Inventory, error) {
+func readInventory(ctx context.Context, o auditOptions) (*inventory.Inventory, error) {
 	if o.snapshot != "" {
-		return audit.ReadSnapshot(o.snapshot)
+		return inventory.ReadSnapshot(o.snapshot)
 	}
-	return audit.ListKubeconfig(ctx, o.kubeconfig, o.kubeContext)
+	return inventory.ListKubeconfig(ctx, o.kubeconfig, o.kubeContext)
 }

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 )
 
 type explainOptions struct {
@@ -77,14 +77,14 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 	if err != nil {
 		return 0, fmt.Errorf("unable to prepare the policy: %w", err)
 	}
-	var inv *audit.Inventory
+	var inv *inventory.Inventory
 	var sched *explain.SchedulerState
 	ns := o.namespace
 	if o.snapshot != "" {
 		if ns == "" {
 			ns = "default"
 		}
-		if inv, err = audit.ReadSnapshot(o.snapshot); err != nil {
+		if inv, err = inventory.ReadSnapshot(o.snapshot); err != nil {
 			return 0, err
 		}
 		f, err := os.Open(o.snapshot)
@@ -103,7 +103,7 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 		if ns == "" {
 			ns = kubeNS
 		}
-		if inv, err = audit.List(ctx, c, "cluster "+host); err != nil {
+		if inv, err = inventory.List(ctx, c, "cluster "+host); err != nil {
 			return 0, err
 		}
 		if sched, err = explain.ListSchedulerState(ctx, c, ns); err != nil {

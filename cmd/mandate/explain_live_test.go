@@ -17,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/authoritymetrics"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
@@ -34,7 +34,7 @@ func createFixture(t *testing.T, c client.Client, path string) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, fixtures.CreatePriorityClasses(ctx, c))
-	inv, err := audit.ReadSnapshot(path)
+	inv, err := inventory.ReadSnapshot(path)
 	require.NoError(t, err)
 	for _, ns := range inv.Namespaces {
 		if err := c.Create(ctx, ns.DeepCopy()); !apierrors.IsAlreadyExists(err) {

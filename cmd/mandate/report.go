@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 )
 
 const outputHTML = "html"
@@ -94,9 +94,9 @@ func runReport(ctx context.Context, out io.Writer, o auditOptions) (int, error) 
 // readCluster reads the inventory and the schedulers' objects from a
 // snapshot or a live cluster; namespace limits the scheduler objects
 // listed live ("" all).
-func readCluster(ctx context.Context, o auditOptions, namespace string) (*audit.Inventory, *explain.SchedulerState, error) {
+func readCluster(ctx context.Context, o auditOptions, namespace string) (*inventory.Inventory, *explain.SchedulerState, error) {
 	if o.snapshot != "" {
-		inv, err := audit.ReadSnapshot(o.snapshot)
+		inv, err := inventory.ReadSnapshot(o.snapshot)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -112,7 +112,7 @@ func readCluster(ctx context.Context, o auditOptions, namespace string) (*audit.
 	if err != nil {
 		return nil, nil, err
 	}
-	inv, err := audit.List(ctx, c, "cluster "+host)
+	inv, err := inventory.List(ctx, c, "cluster "+host)
 	if err != nil {
 		return nil, nil, err
 	}

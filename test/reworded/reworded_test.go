@@ -26,6 +26,7 @@ import (
 	"github.com/mandate-dev/mandate/clusterreport"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/policies"
 )
 
@@ -107,8 +108,8 @@ func outputsOf(t *testing.T, tree fs.FS, revision string) outputs {
 	}
 	path := filepath.Join(t.TempDir(), "snapshot.yaml")
 	require.NoError(t, os.WriteFile(path, all.Bytes(), 0o600))
-	read := func() (*audit.Inventory, *explain.SchedulerState) {
-		inv, err := audit.ReadSnapshot(path)
+	read := func() (*inventory.Inventory, *explain.SchedulerState) {
+		inv, err := inventory.ReadSnapshot(path)
 		require.NoError(t, err)
 		inv.Source = "fixture"
 		sched, err := explain.ReadSchedulerState(bytes.NewReader(all.Bytes()))

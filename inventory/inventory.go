@@ -1,4 +1,9 @@
-package audit
+// Package inventory reads what exists in a cluster, from a snapshot file or
+// a live API server: the Nodes, Namespaces and Pods a cluster state is
+// built from, the governed owners decided beside the pods, and a shared
+// quota ledger's TenantLedgers. mandate audit, explain, report and the
+// authority metrics all stand on it; none of them owns it.
+package inventory
 
 import (
 	"fmt"
@@ -39,12 +44,16 @@ type Inventory struct {
 	// cluster state counts of each (cluster.PodFacts), in place of Pods.
 	Facts []*cluster.PodFacts
 	// countedOnly: the Pods are Facts and the Nodes stripped to what the
-	// state counts (ListCounted); Audit decides only workloads without
-	// counted pods.
+	// state counts (ListCounted): see CountedOnly.
 	countedOnly bool
 	// held: the Facts and Nodes were given (ListCountedHeld), not listed.
 	held bool
 }
+
+// CountedOnly says the inventory holds its pods as what the cluster state
+// counts of them (ListCounted, ListCountedHeld), not whole: a decision of
+// a workload whose pods are counted cannot read them back.
+func (inv *Inventory) CountedOnly() bool { return inv.countedOnly }
 
 // EachPod calls fn with every pod of the inventory, typed: each of Pods,
 // then the pod each of Facts stands for (cluster.PodFacts.Pod). It stops at
@@ -104,16 +113,6 @@ func ReadSnapshot(path string) (*Inventory, error) {
 		return nil, fmt.Errorf("cluster snapshot %s holds no Pod, Job, PyTorchJob or Volcano Job to audit", path)
 	}
 	return inv, nil
-}
-
-// finished says whether a workload has run to its end, as its kind's
-// registration says (workload.Kind.Finished): a pod that succeeded or
-// failed, a Job with a true Complete or Failed condition, a JobSet with a
-// true Completed one, a Volcano Job in a final phase. Finished workloads
-// hold no GPUs and are never admitted again, so they are not audited.
-func finished(obj *unstructured.Unstructured) bool {
-	k, ok := workload.Lookup(obj.GroupVersionKind())
-	return ok && k.Finished.IsFinished(obj)
 }
 
 // isGangOwner: the pods of a gang owner kind are decided through it, as the
