@@ -18,11 +18,10 @@ import (
 
 // Watch keeps the state current from the Node, Pod, Namespace and DRA
 // ResourceClaim informers of a cache (the manager's): each event updates
-// one object. ResourceClaims are watched when the API server serves
-// resource.k8s.io/v1. The Pod
-// informer may hold Pods or PodFacts (StripTransforms). Call it before
-// the cache starts, or at any time after; the informers replay what they
-// hold as adds.
+// one object; ResourceClaims only when the API server serves
+// resource.k8s.io/v1. The Pod informer may hold Pods or PodFacts
+// (StripTransforms). Call it before the cache starts, or at any time
+// after; the informers replay what they hold as adds.
 func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 	watches := []struct {
 		obj    client.Object
@@ -56,20 +55,16 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 				s.DeleteNamespace(ns.Name)
 			}
 		}},
+		{&resourcev1.ResourceClaim{}, func(o any) {
+			if c, ok := o.(*resourcev1.ResourceClaim); ok {
+				s.UpsertClaim(c)
+			}
+		}, func(o any) {
+			if c, ok := o.(*resourcev1.ResourceClaim); ok {
+				s.DeleteClaim(c.Namespace, c.Name)
+			}
+		}},
 	}
-	watches = append(watches, struct {
-		obj    client.Object
-		upsert func(any)
-		remove func(any)
-	}{&resourcev1.ResourceClaim{}, func(o any) {
-		if c, ok := o.(*resourcev1.ResourceClaim); ok {
-			s.UpsertClaim(c)
-		}
-	}, func(o any) {
-		if c, ok := o.(*resourcev1.ResourceClaim); ok {
-			s.DeleteClaim(c.Namespace, c.Name)
-		}
-	}})
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
 		if _, optional := w.obj.(*resourcev1.ResourceClaim); optional && meta.IsNoMatchError(err) {
