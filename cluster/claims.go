@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -10,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // ClaimStore keeps the DRA ResourceClaims and ResourceClaimTemplates of a
@@ -61,4 +65,44 @@ func (c *ClaimStore) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 		return fmt.Errorf("malformed %s %s: %w", kind, key, err)
 	}
 	return nil
+}
+
+// UpsertClaim counts the GPUs a DRA ResourceClaim holds (its allocated
+// devices, or what it requests while not allocated) for the pod that
+// holds it (ledger.UpsertClaim), mapped to quota resources by the
+// model's DeviceClasses. The claim is kept, not copied: it must not change
+// afterwards (informers' objects never do).
+func (s *State) UpsertClaim(c *resourcev1.ResourceClaim) {
+	key := c.Namespace + "/" + c.Name
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	s.draClaims[key] = c
+	s.ledger.UpsertClaim(c.Namespace, c.Name, topology.ClaimGPUs(c, s.deviceResource))
+}
+
+// DeleteClaim forgets a DRA ResourceClaim: the pods that held it count its
+// devices no more.
+func (s *State) DeleteClaim(namespace, name string) {
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	delete(s.draClaims, namespace+"/"+name)
+	s.ledger.DeleteClaim(namespace, name)
+}
+
+// setDeviceClasses maps DRA devices to quota resources by m's
+// DeviceClasses, counting every claim known again when the mapping
+// changed.
+func (s *State) setDeviceClasses(m model.Model) {
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	if s.draClaims != nil && maps.Equal(s.deviceClasses, m.DeviceClasses) {
+		return
+	}
+	if s.draClaims == nil {
+		s.draClaims = map[string]*resourcev1.ResourceClaim{}
+	}
+	s.deviceClasses, s.deviceResource = maps.Clone(m.DeviceClasses), m.DeviceResource
+	for _, c := range s.draClaims {
+		s.ledger.UpsertClaim(c.Namespace, c.Name, topology.ClaimGPUs(c, s.deviceResource))
+	}
 }

@@ -8,16 +8,20 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Watch keeps the state current from the Node, Pod and Namespace informers
-// of a cache (the manager's): each event updates one object. The Pod
-// informer may hold Pods or PodFacts (StripTransforms). Call it before
-// the cache starts, or at any time after; the informers replay what they
-// hold as adds.
+// Watch keeps the state current from the Node, Pod, Namespace and DRA
+// ResourceClaim informers of a cache (the manager's): each event updates
+// one object; ResourceClaims only when the API server serves
+// resource.k8s.io/v1. The Pod informer may hold Pods or PodFacts
+// (StripTransforms). Call it before the cache starts, or at any time
+// after; the informers replay what they hold as adds.
 func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 	watches := []struct {
 		obj    client.Object
@@ -51,9 +55,24 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 				s.DeleteNamespace(ns.Name)
 			}
 		}},
+		{&resourcev1.ResourceClaim{}, func(o any) {
+			if c, ok := o.(*resourcev1.ResourceClaim); ok {
+				s.UpsertClaim(c)
+			}
+		}, func(o any) {
+			if c, ok := o.(*resourcev1.ResourceClaim); ok {
+				s.DeleteClaim(c.Namespace, c.Name)
+			}
+		}},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
+		if _, optional := w.obj.(*resourcev1.ResourceClaim); optional && meta.IsNoMatchError(err) {
+			// An API server without DRA (resource.k8s.io/v1): no claim
+			// holds devices.
+			log.FromContext(ctx).Info("DRA ResourceClaims not served: pods count only their extended resources")
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("unable to get the %T informer: %w", w.obj, err)
 		}

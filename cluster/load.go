@@ -7,6 +7,7 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -72,6 +73,13 @@ func eachItem(obj *unstructured.Unstructured, fn func(*unstructured.Unstructured
 // skipped.
 func (s *State) Add(obj *unstructured.Unstructured) error {
 	if s.claims.add(obj) {
+		if obj.GetKind() == "ResourceClaim" {
+			var c resourcev1.ResourceClaim
+			if err := fromUnstructured(obj, &c); err != nil {
+				return err
+			}
+			s.UpsertClaim(&c)
+		}
 		return nil
 	}
 	if obj.GetAPIVersion() != "v1" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
@@ -47,6 +48,12 @@ type State struct {
 	shared *shared
 	// claims are the DRA claims of a snapshot file (Claims).
 	claims ClaimStore
+	// claimsMu guards draClaims, the ResourceClaims counted as running
+	// usage (UpsertClaim), and the model's DRA mapping they are counted by.
+	claimsMu       sync.Mutex
+	draClaims      map[string]*resourcev1.ResourceClaim
+	deviceClasses  map[string]string
+	deviceResource topology.DeviceResourceFunc
 	// handlers say whether Watch's event handlers have taken in their
 	// informers' first listings (Synced).
 	handlers []func() bool
@@ -67,14 +74,16 @@ func New(m model.Model) (*State, error) {
 		return nil, fmt.Errorf("unable to build the cluster model: %w", err)
 	}
 	cfg := ledger.Config{Parents: m.Parents(), PreemptibleClasses: m.PreemptibleClasses(), GPUMemory: m.GPUMemoryMiB}
-	return &State{
+	s := &State{
 		topo:       topo,
 		nodes:      map[string]*corev1.Node{},
 		ledger:     ledger.New(cfg),
 		topoCfg:    topoCfg,
 		ledgerCfg:  cfg,
 		namespaces: map[string]map[string]string{},
-	}, nil
+	}
+	s.setDeviceClasses(m)
+	return s, nil
 }
 
 // SetModel reshapes the state for a new authority model: the topology
@@ -105,6 +114,7 @@ func (s *State) SetModel(m model.Model) error {
 		s.ledger.SetConfig(cfg)
 		s.ledgerCfg = cfg
 	}
+	s.setDeviceClasses(m)
 	return nil
 }
 

@@ -29,8 +29,9 @@ import (
 //	     spec: nodeName, priorityClassName, nodeSelector and required node
 //	           affinity (the GPU product), containers' and init containers'
 //	           GPU requests and limits, init containers' restartPolicy
-//	           (sidecars)
-//	   status: phase
+//	           (sidecars), resourceClaims (the names of the DRA claims held)
+//	   status: phase, resourceClaimStatuses (the names of the claims made
+//	           from templates)
 //	Node metadata: name, labels (the topology levels, the product, the
 //	           health label: configured by the model, so all are kept)
 //	     spec: unschedulable, taints
@@ -153,6 +154,9 @@ type PodFacts struct {
 	Product string
 	// GPUs are the pod's GPUs by resource, sorted by resource.
 	GPUs []ResourceCount
+	// Claims are the names of the DRA ResourceClaims the pod holds
+	// (topology.PodClaimNames), whose devices count as its GPUs.
+	Claims []string `json:",omitempty"`
 }
 
 // ResourceCount is a count of one resource.
@@ -170,6 +174,7 @@ func CompactPod(p *corev1.Pod) *PodFacts {
 		PriorityClassName: p.Spec.PriorityClassName,
 		Phase:             p.Status.Phase,
 		Product:           workload.PodProduct(&p.Spec),
+		Claims:            topology.PodClaimNames(p),
 	}
 	for res, n := range topology.PodGPURequests(p) {
 		f.GPUs = append(f.GPUs, ResourceCount{Resource: res, Count: n})
@@ -195,6 +200,9 @@ func (f *PodFacts) Pod() *corev1.Pod {
 		}
 		p.Spec.Containers = []corev1.Container{{Name: "gpus", Resources: corev1.ResourceRequirements{Limits: limits}}}
 	}
+	for _, name := range f.Claims {
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimName: &name})
+	}
 	return p
 }
 
@@ -203,6 +211,7 @@ func (f *PodFacts) DeepCopyObject() runtime.Object {
 	out := *f
 	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.GPUs = slices.Clone(f.GPUs)
+	out.Claims = slices.Clone(f.Claims)
 	return &out
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,8 +46,41 @@ func feed(t *testing.T, m model.Model, nodes []*corev1.Node, pods []*corev1.Pod,
 	for _, p := range pods {
 		s.UpsertPod(stripPod(p.DeepCopy()))
 	}
+	for _, c := range randomClaims() {
+		s.UpsertClaim(c)
+	}
 	return s
 }
+
+// randomClaims are the DRA claims randomCluster's pods may hold, in each
+// of its namespaces: an allocated 8-GPU claim, one not allocated yet
+// asking for 2, and a template's claim of 1 GPU.
+func randomClaims() []*resourcev1.ResourceClaim {
+	var out []*resourcev1.ResourceClaim
+	for _, ns := range randomNamespaces {
+		for _, c := range []struct {
+			name      string
+			count     int
+			allocated bool
+		}{{"eight", 8, true}, {"pending-two", 2, false}, {"p-gpu-x", 1, true}} {
+			cl := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.name},
+				Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+					Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", Count: int64(c.count)}}}}}}
+			if c.allocated {
+				cl.Status.Allocation = &resourcev1.AllocationResult{}
+				for d := range c.count {
+					cl.Status.Allocation.Devices.Results = append(cl.Status.Allocation.Devices.Results,
+						resourcev1.DeviceRequestAllocationResult{Request: "gpus", Driver: "gpu.nvidia.com", Pool: "n0", Device: fmt.Sprintf("gpu-%d", d)})
+				}
+			}
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// randomNamespaces are the namespaces of randomCluster's pods.
+var randomNamespaces = []string{"vision", "llm", "product", "platform", "unknown"}
 
 // decided is everything a decision reads of a State: every tenant's usage
 // (whole, and without each gang's pods), and the placement and shortfall
@@ -182,6 +216,8 @@ func TestStripDecidesTheSame(t *testing.T) {
 		"pod nodeSelector":      {pod: losing(func(p *corev1.Pod) { p.Spec.NodeSelector = nil })},
 		"pod affinity":          {pod: losing(func(p *corev1.Pod) { p.Spec.Affinity = nil })},
 		"pod init containers":   {pod: losing(func(p *corev1.Pod) { p.Spec.InitContainers = nil })},
+		"pod resourceClaims":    {pod: losing(func(p *corev1.Pod) { p.Spec.ResourceClaims = nil })},
+		"pod claim statuses":    {pod: losing(func(p *corev1.Pod) { p.Status.ResourceClaimStatuses = nil })},
 		"pod sidecars": {pod: losing(func(p *corev1.Pod) {
 			for i := range p.Spec.InitContainers {
 				p.Spec.InitContainers[i].RestartPolicy = nil
@@ -340,7 +376,7 @@ func randomCluster(rng *rand.Rand) ([]*corev1.Node, []*corev1.Pod, []string) {
 	for i := range 4 {
 		owners = append(owners, fmt.Sprintf("uid-%d", i))
 	}
-	namespaces := []string{"vision", "llm", "product", "platform", "unknown"}
+	namespaces := randomNamespaces
 	var pods []*corev1.Pod
 	for i := range 60 {
 		gpus := func() corev1.ResourceList {
@@ -429,6 +465,13 @@ func randomCluster(rng *rand.Rand) ([]*corev1.Node, []*corev1.Pod, []string) {
 			o := rng.IntN(4)
 			raw, _ := json.Marshal(workload.Owner{APIVersion: "apps/v1", Kind: "Deployment", Name: fmt.Sprintf("dep-%d", o), UID: fmt.Sprintf("uid-%d", o)})
 			p.Annotations[workload.AnnotationGangOwner] = string(raw)
+		}
+		switch rng.IntN(4) { // DRA claims, held by name or made from a template
+		case 0:
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(pick("eight", "pending-two"))}}
+		case 1:
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+			p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu-x")}}
 		}
 		pods = append(pods, p)
 	}

@@ -3,10 +3,6 @@ package ledger
 import (
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/mandate-dev/mandate/workload"
 )
 
 // claim is a gang pod slot taken and not confirmed yet: the tenant of the
@@ -125,13 +121,13 @@ func (l *Ledger) setTreeClaims(root string, rs map[string]Reservation) {
 
 // confirmClaim drops the claim a counted pod of owner confirms: by its name,
 // or by the request key Mandate wrote on it. Callers hold the lock.
-func (l *Ledger) confirmClaim(pod *corev1.Pod, owner string) {
+func (l *Ledger) confirmClaim(namespace, name, reservation, owner string) {
 	pending := l.claims[owner]
 	if pending == nil {
 		return
 	}
-	delete(pending, WorkloadKey("v1", "Pod", pod.Namespace, pod.Name))
-	delete(pending, pod.Annotations[workload.AnnotationReservation])
+	delete(pending, WorkloadKey("v1", "Pod", namespace, name))
+	delete(pending, reservation)
 	if len(pending) == 0 {
 		delete(l.claims, owner)
 	}

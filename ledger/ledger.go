@@ -89,6 +89,13 @@ type Ledger struct {
 	// UID → claim key → claim): see ClaimGangPod.
 	owned  map[string]int
 	claims map[string]map[string]claim
+	// draClaims are the DRA ResourceClaims' GPUs by claim key
+	// (namespace/name), holders the pods holding each (pod key → its
+	// input) and holding the inputs of the pods that hold any: see
+	// UpsertClaim.
+	draClaims map[string]map[string]int
+	holders   map[string]map[string]*podInput
+	holding   map[string]*podInput
 	// nodeProduct is each node's GPU product, onNode the counted pods
 	// bound to a node that ask for no product (SetNodeProduct).
 	nodeProduct map[string]string
@@ -109,6 +116,9 @@ func New(cfg Config) *Ledger {
 		attributed: map[string]attribution{},
 		owned:      map[string]int{},
 		claims:     map[string]map[string]claim{},
+		draClaims:  map[string]map[string]int{},
+		holders:    map[string]map[string]*podInput{},
+		holding:    map[string]*podInput{},
 		now:        time.Now,
 
 		nodeProduct: map[string]string{},
@@ -126,6 +136,12 @@ func (l *Ledger) SetConfig(cfg Config) {
 	for key, e := range l.pods {
 		if e.share.MemMiB > 0 {
 			l.pods[key] = remapMemory(e, cfg.GPUMemory)
+		}
+	}
+	for _, in := range l.holding { // counted again when a claim changes
+		if in.share.MemMiB > 0 {
+			e := remapMemory(podEntry{gpus: topology.CountsOf(in.own), share: in.share, product: in.product}, cfg.GPUMemory)
+			in.own, in.share = e.gpus.Map(), e.share
 		}
 	}
 	for _, e := range l.pods {
@@ -170,35 +186,82 @@ func (l *Ledger) setTenant(ns, tenant string) {
 // UpsertPod counts a pod's GPUs; terminal pods and pods without GPUs count
 // nothing. Pending pods count: they are admitted work waiting for capacity.
 // A pod's GPUs, terminal or not, consume the reservations it was admitted
-// under, so they count once.
+// under, so they count once. They include the devices of the DRA claims
+// the pod holds (UpsertClaim).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	key := pod.Namespace + "/" + pod.Name
 	l.mu.RLock()
 	mem := l.cfg.GPUMemory
 	l.mu.RUnlock()
-	demand, share := podDemand(pod, mem)
-	gpus := topology.CountsOf(demand)
-	var next podEntry
-	counted := false
-	if len(gpus) > 0 && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		next = podEntry{namespace: pod.Namespace, gpus: gpus, class: pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
-			product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName, share: share}
-		if c := GangOwnerOf(pod); c != nil {
-			next.owner = c.UID
-		}
-		counted = true
-	}
+	in := inputOf(pod, mem)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setPod(key, in)
+}
+
+// podInput is what the ledger reads of a pod: all it needs to count the
+// pod again when a claim it holds changes.
+type podInput struct {
+	name, namespace string
+	// own is the pod's GPUs without its claims' devices (podDemand).
+	own      map[string]int
+	share    topology.Share
+	terminal bool
+	class    string
+	explicit int8
+	product  string
+	node     string
+	owner    string
+	// keys are the reservations it consumes (reservationKeys);
+	// reservation its mandate.dev/reservation annotation.
+	keys        []string
+	reservation string
+	// claims are the keys (namespace/name) of the DRA claims it holds.
+	claims []string
+}
+
+func inputOf(pod *corev1.Pod, mem topology.GPUMemory) *podInput {
+	own, share := podDemand(pod, mem)
+	in := &podInput{name: pod.Name, namespace: pod.Namespace, own: own, share: share,
+		terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
+		class:    pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
+		product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName,
+		keys: reservationKeys(pod), reservation: pod.Annotations[workload.AnnotationReservation]}
+	if c := GangOwnerOf(pod); c != nil {
+		in.owner = c.UID
+	}
+	for _, name := range topology.PodClaimNames(pod) {
+		in.claims = append(in.claims, pod.Namespace+"/"+name)
+	}
+	return in
+}
+
+// count counts the pod of key as in says, with the devices of the claims
+// it is the counter of (claimCounter), replacing what it counted before.
+// Callers hold the lock.
+func (l *Ledger) count(key string, in *podInput) {
+	demand := in.own
+	if extra := l.claimDemand(key, in); len(extra) > 0 {
+		demand = make(map[string]int, len(in.own)+len(extra))
+		for res, n := range in.own {
+			demand[res] += n
+		}
+		for res, n := range extra {
+			demand[res] += n
+		}
+	}
+	gpus := topology.CountsOf(demand)
 	l.forget(key)
 	l.unattribute(key)
 	if len(gpus) > 0 {
-		a := attribution{keys: reservationKeys(pod), tenant: l.nsTenant[pod.Namespace], gpus: withProduct(gpus, workload.PodProduct(&pod.Spec))}
+		a := attribution{keys: in.keys, tenant: l.nsTenant[in.namespace], gpus: withProduct(gpus, in.product)}
 		l.attributed[key] = a
 		l.attribute(key, a, +1)
 	}
-	if counted {
-		l.confirmClaim(pod, next.owner)
+	if len(gpus) > 0 && !in.terminal {
+		next := podEntry{namespace: in.namespace, gpus: gpus, class: in.class, explicit: in.explicit,
+			product: in.product, node: in.node, share: in.share, owner: in.owner}
+		l.confirmClaim(in.namespace, in.name, in.reservation, next.owner)
 		l.pods[key] = next
 		l.index(key, next, +1)
 		l.countOwned(l.nsTenant[next.namespace], next.owner, +1)
@@ -223,8 +286,7 @@ func (l *Ledger) DeletePod(namespace, name string) {
 	key := namespace + "/" + name
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.forget(key)
-	l.unattribute(key)
+	l.setPod(key, nil)
 }
 
 // apply adds (sign +1) or removes (-1) a pod's GPUs on the tenant and every

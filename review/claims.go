@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -26,11 +27,9 @@ const (
 )
 
 // claimDevices is what one DRA claim (or claim template) asks for, by
-// quota resource, and the requests it could not count.
-type claimDevices struct {
-	byResource map[string]int
-	unmapped   []string
-}
+// quota resource, and the requests it could not count: counted as running
+// usage counts a claim not allocated yet (topology.RequestedDevices).
+type claimDevices = topology.ClaimDevices
 
 // resolveClaims turns the DRA claims w's pod templates reference into GPU
 // demand: every request of a DeviceClass the model counts as GPUs
@@ -76,7 +75,7 @@ func (s *Service) resolveClaims(ctx context.Context, w *workload.Workload, m mod
 		if err != nil {
 			return nil, fmt.Errorf("unable to read %s/%s: %w", w.Namespace, what, err)
 		}
-		for _, u := range devices.unmapped {
+		for _, u := range devices.Unmapped {
 			warnings = append(warnings, fmt.Sprintf("%s: %s %s", CodeDRAUnmapped, what, u))
 		}
 		into := shared
@@ -86,7 +85,7 @@ func (s *Service) resolveClaims(ctx context.Context, w *workload.Workload, m mod
 			}
 			into = perPod[c.Role]
 		}
-		for res, n := range devices.byResource {
+		for res, n := range devices.ByResource {
 			into[res] += n
 		}
 	}
@@ -139,7 +138,7 @@ func (s *Service) readTemplate(ctx context.Context, ns, name string, m model.Mod
 	if err := s.read(ctx, s.Claims, client.ObjectKey{Namespace: ns, Name: name}, t); err != nil {
 		return claimDevices{}, err
 	}
-	return countDevices(t.Spec.Spec.Devices.Requests, m), nil
+	return topology.RequestedDevices(t.Spec.Spec.Devices.Requests, m.DeviceResource), nil
 }
 
 func (s *Service) readClaim(ctx context.Context, ns, name string, m model.Model) (claimDevices, error) {
@@ -147,43 +146,11 @@ func (s *Service) readClaim(ctx context.Context, ns, name string, m model.Model)
 	if err := s.read(ctx, s.Claims, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 		return claimDevices{}, err
 	}
-	return countDevices(c.Spec.Devices.Requests, m), nil
+	return topology.RequestedDevices(c.Spec.Devices.Requests, m.DeviceResource), nil
 }
 
 func (s *Service) read(ctx context.Context, r Reader, key client.ObjectKey, obj client.Object) error {
 	ctx, cancel := context.WithTimeout(ctx, s.readTimeout())
 	defer cancel()
 	return r.Get(ctx, key, obj)
-}
-
-// countDevices counts a claim's requests by quota resource. A request
-// with alternatives (firstAvailable) counts its first, the one the
-// scheduler tries first.
-func countDevices(requests []resourcev1.DeviceRequest, m model.Model) claimDevices {
-	out := claimDevices{byResource: map[string]int{}}
-	for _, r := range requests {
-		class, mode, count := "", resourcev1.DeviceAllocationModeExactCount, int64(1)
-		switch {
-		case r.Exactly != nil:
-			class, mode, count = r.Exactly.DeviceClassName, r.Exactly.AllocationMode, r.Exactly.Count
-		case len(r.FirstAvailable) > 0:
-			sub := r.FirstAvailable[0]
-			class, mode, count = sub.DeviceClassName, sub.AllocationMode, sub.Count
-		default:
-			continue
-		}
-		res, ok := m.DeviceResource(class)
-		switch {
-		case !ok:
-			out.unmapped = append(out.unmapped, fmt.Sprintf("request %q asks for DeviceClass %s, which the authority model does not count as GPUs (map it in deviceClasses), so it is not counted", r.Name, class))
-		case mode == resourcev1.DeviceAllocationModeAll:
-			out.unmapped = append(out.unmapped, fmt.Sprintf("request %q asks for all devices of DeviceClass %s, a number known only at allocation, so it is not counted", r.Name, class))
-		default:
-			if count < 1 {
-				count = 1
-			}
-			out.byResource[res] += int(count)
-		}
-	}
-	return out
 }

@@ -2,11 +2,23 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 const (
@@ -122,5 +134,115 @@ func TestDRAClaimsAreGPUDemand(t *testing.T) {
 		if !found {
 			t.Errorf("warnings %q do not name the unmapped DeviceClass nic.example.com", res.Decision.Warnings)
 		}
+	})
+}
+
+// TestRunningDRAPodsHoldTheGuarantee: on `mandate serve` with a short
+// confirmation window, two running pods whose 8 GPUs each come from
+// allocated ResourceClaims (no DRA driver runs: the test writes the
+// allocations through the status subresource) fill platform's guarantee
+// of 16 and keep it filled after their reservations' window has passed,
+// so a third non-preemptible 8-GPU DRA pod is decided preemptible (over
+// the guarantee, under the ceiling: the model's quotaPolicy.overGuarantee)
+// or denied, never non-preemptible.
+func TestRunningDRAPodsHoldTheGuarantee(t *testing.T) {
+	const guarantee, ceiling = 16, 32
+	policies := fixtures.PolicyDir(t, func(model map[string]any) {
+		quota := model["tenants"].(map[string]any)["platform"].(map[string]any)["quota"].(map[string]any)
+		quota["nvidia.com/gpu"] = map[string]any{"guaranteed": guarantee, "ceiling": ceiling}
+	})
+	s := startWith(t, startOptions{config: func(c *config.Serve) {
+		c.Quota.ConfirmationWindow = confirmationWindow
+		c.Policies = policies
+	}})
+	s.populate(t)
+	ctx := context.Background()
+	c := s.env.Client
+	nonPreemptible := func() int {
+		return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].NonPreemptible
+	}
+	claim := func(name string) *resourcev1.ResourceClaim {
+		cl := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: name},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", Count: 8}}}}}}
+		if err := c.Create(ctx, cl); err != nil {
+			t.Fatalf("create ResourceClaim %s: %v", name, err)
+		}
+		return cl
+	}
+	draPod := func(name, claimName string) (*corev1.Pod, error) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "platform"},
+			Spec: corev1.PodSpec{PriorityClassName: "build",
+				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claimName)}},
+				Containers: []corev1.Container{{Name: "build", Image: "registry.example/build:1",
+					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpus"}}}}}}}
+		return pod, c.Create(ctx, pod)
+	}
+
+	for i, name := range []string{"dra-a", "dra-b"} {
+		cl := claim(name)
+		pod, err := draPod(name, name)
+		if err != nil {
+			t.Fatalf("create pod %s: %v", name, err)
+		}
+		if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+			t.Fatalf("pod %s (%d of the guarantee's %d GPUs) has mandate.dev/preemptible=%q, want false", name, 8*(i+1), guarantee, got)
+		}
+		// What a DRA driver and the scheduler would do: allocate the
+		// claim's 8 devices, and run the pod.
+		cl.Status.Allocation = &resourcev1.AllocationResult{}
+		for d := range 8 {
+			cl.Status.Allocation.Devices.Results = append(cl.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
+				Request: "gpus", Driver: "gpu.nvidia.com", Pool: "gpu-node-0", Device: fmt.Sprintf("gpu-%d", d)})
+		}
+		if err := c.Status().Update(ctx, cl); err != nil {
+			t.Fatalf("allocate ResourceClaim %s: %v", name, err)
+		}
+		pod.Status.Phase = corev1.PodRunning
+		if err := c.Status().Update(ctx, pod); err != nil {
+			t.Fatalf("run pod %s: %v", name, err)
+		}
+	}
+	// After the reservations' window, only the running pods' claims hold
+	// the guarantee.
+	time.Sleep(confirmationWindow + time.Second)
+	envtest.WaitFor(t, 30*time.Second, "the running DRA pods to count as the reservations expire", func() bool {
+		return s.srv.State.Usage("platform") != nil && nonPreemptible() == guarantee
+	})
+	if got := nonPreemptible(); got != guarantee {
+		t.Fatalf("after the window two running 8-GPU DRA pods count %d non-preemptible GPUs, want %d", got, guarantee)
+	}
+
+	claim("dra-c")
+	pod, err := draPod("dra-c", "dra-c")
+	switch {
+	case apierrors.IsForbidden(err):
+		t.Logf("the third 8-GPU DRA pod was denied: %v", err)
+	case err != nil:
+		t.Fatalf("create pod dra-c: %v", err)
+	case pod.Labels[ledger.LabelPreemptible] != "true":
+		t.Errorf("the third 8-GPU DRA pod, over platform's full guarantee of %d, has mandate.dev/preemptible=%q, want true",
+			guarantee, pod.Labels[ledger.LabelPreemptible])
+	}
+	if got := nonPreemptible(); got > guarantee {
+		t.Errorf("platform holds %d non-preemptible GPUs, over its guarantee of %d", got, guarantee)
+	}
+}
+
+// TestServeWithoutDRA: an API server that serves no resource.k8s.io/v1
+// (DRA turned off) runs serve all the same: the ResourceClaim informer is
+// optional, and pods count their extended resources.
+func TestServeWithoutDRA(t *testing.T) {
+	s := startWith(t, startOptions{env: []envtest.Option{envtest.WithAPIServerArg("runtime-config", "resource.k8s.io/v1=false")}})
+	s.populate(t)
+	if _, err := s.env.Client.RESTMapper().RESTMapping(resourcev1.SchemeGroupVersion.WithKind("ResourceClaim").GroupKind(), "v1"); err == nil {
+		t.Fatal("the API server serves resource.k8s.io/v1 ResourceClaims: the test needs one that does not")
+	}
+	pod := buildPod("no-dra")
+	if err := s.env.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	envtest.WaitFor(t, 30*time.Second, "the pod to count", func() bool {
+		return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].Total == 1
 	})
 }
