@@ -163,8 +163,10 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err := startOwnerInformers(ctx, s.Manager.GetCache(), s.Manager.GetRESTMapper()); err != nil {
 		return nil, err
 	}
-	// DRA claims and templates are read through the manager's cache: one
-	// informer each, started on first use, instead of a GET per admission.
+	// DRA claims and templates are read through the manager's cache
+	// instead of a GET per admission: the claims' informer is the one the
+	// cluster state counts running usage from (State.Watch), the
+	// templates' starts on first use.
 	s.Service.Claims = s.Manager.GetClient()
 	if s.Handlers, err = webhook.NewHandlers(webhook.HandlerOptions{
 		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
