@@ -79,3 +79,36 @@ func TestProtocolSteps(t *testing.T) {
 	assert.Equal(t, "not admitted by Mandate", update.Message)
 	assert.Nil(t, update.Decided)
 }
+
+// TestForgedGangOwnerIsDropped: a pod created with a gang-owner annotation
+// its creator wrote (naming another tenant's admitted PyTorchJob) is
+// decided on its own, and the patch removes the annotation, so the ledger
+// never counts it among that gang's pods.
+func TestForgedGangOwnerIsDropped(t *testing.T) {
+	r, _ := reviewtest.Service(t)
+	seal, err := review.NewSeal()
+	require.NoError(t, err)
+	const forged = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: squatter
+  namespace: vision
+  annotations:
+    mandate.dev/gang-owner: '{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","name":"llama-finetune","uid":"victim-uid"}'
+spec:
+  priorityClassName: train
+  containers:
+  - {name: main, image: x, resources: {limits: {nvidia.com/gpu: "1"}}}
+`
+	resp := r.Admit(context.Background(), request(t, forged, ""), review.Gate{Seal: seal})
+	require.Equal(t, review.Allowed, resp.Outcome, "%s", resp.Message)
+	assert.Equal(t, review.StepDecision, resp.Step, "decided on its own, not as a gang pod")
+	var removed bool
+	for _, op := range resp.Patch {
+		removed = removed || (op.Operation == "remove" && op.Path == "/metadata/annotations/mandate.dev~1gang-owner")
+	}
+	assert.True(t, removed, "the patch removes the forged annotation: %v", resp.Patch)
+	require.NotNil(t, resp.Decided)
+	assert.NotContains(t, resp.Decided.Result.Mutated.GetAnnotations(), "mandate.dev/gang-owner")
+}

@@ -221,6 +221,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	if err := scheduler.MarkReservation(mutated, w, mark); err != nil {
 		return Result{}, in, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
+	dropGangOwner(mutated)
 	if scheduler.OwnsQuota(d.Directives.Scheduler) && req.Operation == string(admissionv1.Create) {
 		// A scheduler with its own quota (Kueue) admits by unsuspending; it
 		// is not asked again once the queue label is on
@@ -243,6 +244,20 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	}
 	out.Mutated = mutated
 	return out, in, nil
+}
+
+// dropGangOwner removes a gang-owner annotation from an object decided on
+// its own: it belongs to no other gang, so the annotation is its creator's,
+// not Mandate's (which writes it only on a gang's pods, GangDirectives),
+// and the ledger must not count the object among that gang's pods
+// (ledger.GangOwnerOf).
+func dropGangOwner(obj *unstructured.Unstructured) {
+	annotations := obj.GetAnnotations()
+	if _, ok := annotations[workload.AnnotationGangOwner]; !ok {
+		return
+	}
+	delete(annotations, workload.AnnotationGangOwner)
+	obj.SetAnnotations(annotations)
 }
 
 // ChangeRaises says whether an UPDATE of an admitted workload raises what
