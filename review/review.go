@@ -251,13 +251,10 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 // not Mandate's (which writes it only on a gang's pods, GangDirectives),
 // and the ledger must not count the object among that gang's pods
 // (ledger.GangOwnerOf).
+// It runs on every admitted decision: it reads the annotations in place
+// (GetAnnotations would copy them each time).
 func dropGangOwner(obj *unstructured.Unstructured) {
-	annotations := obj.GetAnnotations()
-	if _, ok := annotations[workload.AnnotationGangOwner]; !ok {
-		return
-	}
-	delete(annotations, workload.AnnotationGangOwner)
-	obj.SetAnnotations(annotations)
+	unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", workload.AnnotationGangOwner)
 }
 
 // ChangeRaises says whether an UPDATE of an admitted workload raises what
