@@ -78,9 +78,15 @@ func TestVolcanoDeploymentHasOnePodGroup(t *testing.T) {
 				t.Errorf("%s: pod %s names PodGroup %q, want the Deployment's %s", when, p.Name, got, group)
 			}
 		}
+		// The group is made by the gang controller, which retries a failed
+		// attempt later (on a busy machine its caches may not have synced
+		// yet): wait for it before the barrier.
+		envtest.WaitFor(t, 2*time.Minute, "the Deployment's PodGroup "+group, func() bool {
+			return slices.ContainsFunc(s.podGroups(t, "llm"), func(pg unstructured.Unstructured) bool { return pg.GetName() == group })
+		})
 		// The gang controller handles pods in the order it sees them: once
 		// it has made the group of a pod created after these, it has
-		// handled these too (and made any group they would get).
+		// handled these too (and made any other group they would get).
 		barriers++
 		s.podGroupBarrier(t, fmt.Sprintf("barrier-%d", barriers))
 		groups := s.podGroups(t, "llm")
