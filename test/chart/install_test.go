@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,6 +222,95 @@ func TestInstall(t *testing.T) {
 		require.Error(t, err, "a tenant namespace leaving governance")
 		assert.Contains(t, err.Error(), webhook.NamespaceWebhookName)
 		assert.NoError(t, relabel("monitoring", func(l map[string]string) { l["team"] = "sre" }), "other labels are free")
+	})
+
+	t.Run("200 concurrent reviews of the largest pods keep a replica under its memory limit", func(t *testing.T) {
+		// 200 reviews of a pod of 10,000 containers (about 1 MiB each) at
+		// once, straight to the replica with the API server's client
+		// certificate: each is decided or refused with a clear status (429:
+		// the bytes being decided are webhook.maxInFlightBytes; 500: the
+		// evaluation's deadline), never allowed undecided; meanwhile
+		// ordinary pods created through the API server are decided; and
+		// serve's peak resident memory, with the chart's GOMEMLIMIT, stays
+		// under the chart's memory limit. Dry runs: no quota is held.
+		const reviews = 200
+		cert, err := certs.IssueClient(env.WebhookClientCA, envtest.WebhookClientCN, time.Now(), time.Hour)
+		require.NoError(t, err)
+		pair, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+		require.NoError(t, err)
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(serve.servingCA)
+		hc := &http.Client{Timeout: envtest.Timeout(2 * time.Minute), Transport: &http.Transport{MaxConnsPerHost: reviews,
+			TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}}}
+		bodies := make([][]byte, reviews)
+		for i := range bodies {
+			bodies[i] = fixtures.LargePodReview(t, "platform", fmt.Sprintf("huge-%03d", i), true)
+		}
+		var mu sync.Mutex
+		codes := map[int32]int{}
+		var wg sync.WaitGroup
+		burst := make(chan struct{})
+		for i, body := range bodies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-burst
+				resp, err := hc.Post(serve.webhook+"/mutate", "application/json", bytes.NewReader(body))
+				if !assert.NoError(t, err, "review %d is answered", i) {
+					return
+				}
+				defer resp.Body.Close()
+				var out admissionv1.AdmissionReview
+				if !assert.Equal(t, http.StatusOK, resp.StatusCode, "review %d", i) ||
+					!assert.NoError(t, json.NewDecoder(resp.Body).Decode(&out), "review %d", i) || !assert.NotNil(t, out.Response, "review %d", i) {
+					return
+				}
+				assert.Equal(t, types.UID(fmt.Sprintf("huge-%03d", i)), out.Response.UID)
+				code := int32(http.StatusOK)
+				if r := out.Response.Result; r != nil && r.Code != 0 {
+					code = r.Code
+				}
+				switch {
+				case out.Response.Allowed:
+					// Decided: the dryrun install admits, with its patch.
+					assert.Equal(t, int32(http.StatusOK), code, "review %d", i)
+					assert.NotEmpty(t, out.Response.Patch, "review %d: allowed with the decision's patch", i)
+				case code == http.StatusTooManyRequests:
+					assert.Contains(t, out.Response.Result.Message, "webhook.maxInFlightBytes", "review %d", i)
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		close(burst)
+		// Ordinary pods, created through the API server while the burst
+		// lasts (it lasts at least the second a refused review waits).
+		ordinary := 0
+		for busy := true; busy; ordinary++ {
+			select {
+			case <-done:
+				busy = false
+			default:
+			}
+			p := podIn("platform", fmt.Sprintf("ordinary-%d", ordinary), "")
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+			require.NoError(t, c.Create(ctx, p, client.DryRunAll), "an ordinary pod during the burst")
+			assert.NotEmpty(t, p.Annotations["mandate.dev/policy-revision"], "decided: %v", p.Annotations)
+		}
+		rss, peak, err := fixtures.ProcessMemory(serve.cmd.Process.Pid)
+		require.NoError(t, err)
+		t.Logf("%d concurrent reviews of a %d KiB pod (%d containers): answers by code %v; %d ordinary pods decided meanwhile; serve RSS %d MiB now, peak (VmHWM) %d MiB, limit %d MiB",
+			reviews, len(bodies[0])>>10, fixtures.LargeContainers, codes, ordinary, rss>>20, peak>>20, fixtures.ChartMemoryLimit>>20)
+		total := 0
+		for _, n := range codes {
+			total += n
+		}
+		assert.Equal(t, reviews, total, "every review is answered with an AdmissionReview")
+		assert.Positive(t, codes[http.StatusOK], "some are decided")
+		assert.Less(t, peak, int64(fixtures.ChartMemoryLimit), "serve's peak memory stays under the chart's limit")
 	})
 
 	t.Run("the pre-delete hook removes both webhook configurations", func(t *testing.T) {

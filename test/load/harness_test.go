@@ -51,6 +51,7 @@ type harness struct {
 	env        *envtest.Env
 	binary     string
 	args       []string
+	environ    []string
 	health     string
 	metrics    string
 	mu         sync.Mutex
@@ -76,6 +77,11 @@ type startOptions struct {
 	// policiesDir replaces the default policy directory.
 	policiesDir string
 	extraArgs   []string
+	// environ is added to serve's environment (e.g. the chart's GOMEMLIMIT).
+	environ []string
+	// clientCert makes the API server present a client certificate and
+	// serve require it (--client-ca-file, --client-cn), as the chart does.
+	clientCert bool
 }
 
 type startOption func(*startOptions)
@@ -91,6 +97,9 @@ func start(t *testing.T, opts ...startOption) *harness {
 		Namespace:     mandateNamespace,
 		FailurePolicy: o.failurePolicy,
 	})
+	if o.clientCert {
+		o.envOptions = append(o.envOptions, envtest.WithWebhookClientCert())
+	}
 	env := envtest.Start(t, append([]envtest.Option{envtest.WithWebhooks(crenvtest.WebhookInstallOptions{
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
@@ -114,7 +123,13 @@ func start(t *testing.T, opts ...startOption) *harness {
 	default:
 		h.args = append(h.args, "--policies", loadPolicies(t))
 	}
+	if o.clientCert {
+		ca := filepath.Join(t.TempDir(), "client-ca.crt")
+		require.NoError(t, os.WriteFile(ca, env.WebhookClientCA.CertPEM, 0o600))
+		h.args = append(h.args, "--client-ca-file", ca, "--client-cn", envtest.WebhookClientCN)
+	}
 	h.args = append(h.args, o.extraArgs...)
+	h.environ = o.environ
 	h.startServe()
 	t.Cleanup(h.stopServe)
 	h.waitReady(60 * time.Second)
@@ -126,6 +141,7 @@ func (h *harness) startServe() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cmd := exec.Command(h.binary, h.args...)
+	cmd.Env = append(os.Environ(), h.environ...)
 	h.serveLog = &bytes.Buffer{}
 	h.serveOut = &lockedWriter{w: h.serveLog}
 	cmd.Stdout, cmd.Stderr = io.Discard, h.serveOut
