@@ -36,6 +36,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -242,6 +243,23 @@ func TestTemplateDefaults(t *testing.T) {
 		assert.Equal(t, "1800000000", limit(render(t, release, namespace, "--set", "resources.limits.memory=2G")))
 		assert.Empty(t, limit(render(t, release, namespace, "--set", "resources.limits.memory=null")), "no limit, no GOMEMLIMIT")
 	})
+
+	t.Run("the admission budget follows the memory limit", func(t *testing.T) {
+		budget := func(objs []*unstructured.Unstructured) string {
+			d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", fullname))
+			for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--max-in-flight-bytes="); ok {
+					return v
+				}
+			}
+			return ""
+		}
+		assert.Equal(t, strconv.Itoa(config.DefaultMaxInFlightBytes), budget(objs), "a 128th of 1Gi, serve's own default")
+		assert.Equal(t, "33554432", budget(render(t, release, namespace, "--set", "resources.limits.memory=4Gi")))
+		assert.Equal(t, "1048576", budget(render(t, release, namespace, "--set", "resources.limits.memory=64Mi")), "at least 1 MiB")
+		assert.Equal(t, "2000000", budget(render(t, release, namespace, "--set", "webhook.maxInFlightBytes=2000000")), "set, as set")
+		assert.Empty(t, budget(render(t, release, namespace, "--set", "resources.limits.memory=null")), "no limit: serve's default")
+	})
 }
 
 // TestTemplateNonDefault renders the non-default values.
@@ -375,6 +393,7 @@ func TestValuesRejected(t *testing.T) {
 		{"unknown source", []string{"--set", "policies.source=oci"}, "/policies/source"},
 		{"memory limit GOMEMLIMIT cannot be derived from", []string{"--set", "resources.limits.memory=1.5Gi"}, "to derive GOMEMLIMIT from"},
 		{"goMemLimitPercent above 100", []string{"--set", "goMemLimitPercent=120"}, "/goMemLimitPercent"},
+		{"admission budget below 1 MiB", []string{"--set", "webhook.maxInFlightBytes=1000"}, "/webhook/maxInFlightBytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"template", release, chartDir, "--namespace", namespace}, tc.args...)...)

@@ -153,6 +153,23 @@ acts first. A limit below it (90%, as common practice) leaves that headroom.
 {{- end -}}
 
 {{/*
+The bytes of admission requests a replica decides at once
+(--max-in-flight-bytes): webhook.maxInFlightBytes, or, when it is 0, a
+128th of resources.limits.memory (8 MiB of 1Gi), at least 1 MiB. A decision
+holds about 30 times its request's bytes, so the requests in flight then
+take about a quarter of the limit at most. Without a memory limit, ""
+(serve's own default).
+*/}}
+{{- define "mandate.maxInFlightBytes" -}}
+{{- $budget := int64 .Values.webhook.maxInFlightBytes -}}
+{{- if and (eq $budget 0) (dig "limits" "memory" "" .Values.resources) -}}
+{{- $limit := include "mandate.goMemLimit" (dict "limit" .Values.resources.limits.memory "percent" 100) | int64 -}}
+{{- $budget = max 1048576 (div $limit 128) -}}
+{{- end -}}
+{{- if $budget }}{{ $budget }}{{ end -}}
+{{- end -}}
+
+{{/*
 The file mandate serve reads the webhook callers' CA from
 (webhook.clientAuth): the clientAuth.caConfigMap's key, else with
 cert-manager the chart's CA beside the serving certificate; "" when client
