@@ -297,8 +297,10 @@ func TestInstall(t *testing.T) {
 			}
 			p := podIn("platform", fmt.Sprintf("ordinary-%d", ordinary), "")
 			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
-			require.NoError(t, c.Create(ctx, p, client.DryRunAll), "an ordinary pod during the burst")
-			assert.NotEmpty(t, p.Annotations["mandate.dev/policy-revision"], "decided: %v", p.Annotations)
+			// assert, not require: the burst's goroutines still report.
+			if assert.NoError(t, c.Create(ctx, p, client.DryRunAll), "an ordinary pod during the burst") {
+				assert.NotEmpty(t, p.Annotations["mandate.dev/policy-revision"], "decided: %v", p.Annotations)
+			}
 		}
 		rss, peak, err := fixtures.ProcessMemory(serve.cmd.Process.Pid)
 		require.NoError(t, err)
