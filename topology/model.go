@@ -187,9 +187,11 @@ func (m *Model) remapMemory(st podState) podState {
 
 // DeletePod removes a pod.
 func (m *Model) DeletePod(namespace, name string) {
+	key := namespace + "/" + name
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.setPod(namespace+"/"+name, podState{})
+	m.setPod(key, podState{})
+	m.setHolder(key, "", nil)
 }
 
 // Snapshot returns an immutable view of the model now, safe to query from
