@@ -76,6 +76,12 @@ type Ledger struct {
 	// rolled[tenant][resource] includes every descendant, and reservations.
 	rolled   map[string]map[string]Usage
 	reserved map[string]*reservation
+	// held are the stored workloads' holds by WorkloadKey (UpsertHold),
+	// heldRequests the key of the hold of each workload admitted under a
+	// request key, settling the reservations settled here lately.
+	held         map[string]*held
+	heldRequests map[string]string
+	settling     map[string]settled
 	// consumed sums, per consumedKey, the GPUs of the pods seen that
 	// consume that reservation (an owner's or a request's; a pod's own
 	// is its attribution); attributed remembers each pod's share
@@ -107,19 +113,22 @@ type Ledger struct {
 // New returns an empty ledger.
 func New(cfg Config) *Ledger {
 	return &Ledger{
-		cfg:        cfg,
-		nsTenant:   map[string]string{},
-		pods:       map[string]podEntry{},
-		rolled:     map[string]map[string]Usage{},
-		reserved:   map[string]*reservation{},
-		consumed:   map[string]map[string]int{},
-		attributed: map[string]attribution{},
-		owned:      map[string]int{},
-		claims:     map[string]map[string]claim{},
-		draClaims:  map[string]map[string]int{},
-		holders:    map[string]map[string]*podInput{},
-		holding:    map[string]*podInput{},
-		now:        time.Now,
+		cfg:          cfg,
+		nsTenant:     map[string]string{},
+		pods:         map[string]podEntry{},
+		rolled:       map[string]map[string]Usage{},
+		reserved:     map[string]*reservation{},
+		held:         map[string]*held{},
+		settling:     map[string]settled{},
+		heldRequests: map[string]string{},
+		consumed:     map[string]map[string]int{},
+		attributed:   map[string]attribution{},
+		owned:        map[string]int{},
+		claims:       map[string]map[string]claim{},
+		draClaims:    map[string]map[string]int{},
+		holders:      map[string]map[string]*podInput{},
+		holding:      map[string]*podInput{},
+		now:          time.Now,
 
 		nodeProduct: map[string]string{},
 		onNode:      map[string]map[string]struct{}{},
@@ -150,6 +159,9 @@ func (l *Ledger) SetConfig(cfg Config) {
 	for _, r := range l.reserved {
 		l.applyReservation(r, r.applied, +1)
 	}
+	for _, h := range l.held {
+		l.applyReservation(&h.res, h.res.applied, +1)
+	}
 }
 
 // UpsertNamespace records which tenant a namespace belongs to, moving the
@@ -176,10 +188,21 @@ func (l *Ledger) setTenant(ns, tenant string) {
 			l.countOwned(tenant, e.owner, +1)
 		}
 	}
+	var moved []string
+	for key, h := range l.held {
+		if h.namespace == ns {
+			l.setApplied(&h.res, nil)
+			h.res.Tenant = tenant
+			moved = append(moved, key)
+		}
+	}
 	if tenant == "" {
 		delete(l.nsTenant, ns)
 	} else {
 		l.nsTenant[ns] = tenant
+	}
+	for _, key := range moved {
+		l.refresh(key)
 	}
 }
 
@@ -203,7 +226,9 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 // pod again when a claim it holds changes.
 type podInput struct {
 	name, namespace string
-	// own is the pod's GPUs without its claims' devices (podDemand).
+	// own is the pod's GPUs without its claims' devices
+	// (topology.PodHoldings without a claim lookup: the ledger counts the
+	// claims it is told of, UpsertClaim, each once).
 	own      map[string]int
 	share    topology.Share
 	terminal bool
@@ -221,11 +246,14 @@ type podInput struct {
 }
 
 func inputOf(pod *corev1.Pod, mem topology.GPUMemory) *podInput {
-	own, share := podDemand(pod, mem)
-	in := &podInput{name: pod.Name, namespace: pod.Namespace, own: own, share: share,
+	// A gpu-memory share is mapped with the product the pod asks for, as
+	// admission counted it, else as the whole device it occupies.
+	product := workload.PodProduct(&pod.Spec)
+	h := topology.PodHoldings(pod, product, topology.Counting{GPUMemory: mem}, nil)
+	in := &podInput{name: pod.Name, namespace: pod.Namespace, own: h.GPUs, share: h.Share,
 		terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
 		class:    pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
-		product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName,
+		product: product, node: pod.Spec.NodeName,
 		keys: reservationKeys(pod), reservation: pod.Annotations[workload.AnnotationReservation]}
 	if c := GangOwnerOf(pod); c != nil {
 		in.owner = c.UID
@@ -257,6 +285,7 @@ func (l *Ledger) count(key string, in *podInput) {
 		a := attribution{keys: in.keys, tenant: l.nsTenant[in.namespace], gpus: withProduct(gpus, in.product)}
 		l.attributed[key] = a
 		l.attribute(key, a, +1)
+		l.settlePodReservations(key, in)
 	}
 	if len(gpus) > 0 && !in.terminal {
 		next := podEntry{namespace: in.namespace, gpus: gpus, class: in.class, explicit: in.explicit,
