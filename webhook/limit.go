@@ -98,9 +98,10 @@ func (l *Limiter) Wrap(next http.Handler) http.Handler {
 
 // pool is the part of the budget a request of length bytes (-1: unknown)
 // draws on, and its weight there: its length, or all of the part when the
-// length is unknown or larger.
+// length is unknown or larger. An empty one (answered at once: no review)
+// is small.
 func (l *Limiter) pool(length int64) (*semaphore.Weighted, int64) {
-	if length > 0 && length <= smallRequestBytes && length <= l.smallCap {
+	if length >= 0 && length <= smallRequestBytes && length <= l.smallCap {
 		return l.small, length
 	}
 	if length <= 0 || length > l.largeCap {

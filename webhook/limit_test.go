@@ -108,7 +108,11 @@ func TestLimiterKeepsRoomForSmallRequests(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	post := func(uid string, size int) (int, string, error) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+MutatePath, bytes.NewReader(reviewOf(t, uid, size)))
+		var review []byte
+		if size >= 0 {
+			review = reviewOf(t, uid, size)
+		}
+		req, err := http.NewRequest(http.MethodPost, srv.URL+MutatePath, bytes.NewReader(review))
 		require.NoError(t, err)
 		req.Header.Set("X-Uid", uid)
 		resp, err := srv.Client().Do(req)
@@ -144,6 +148,11 @@ func TestLimiterKeepsRoomForSmallRequests(t *testing.T) {
 	default:
 		t.Error("the small request was not decided")
 	}
+	// An empty request is small too (controller-runtime answers it).
+	code, body, err = post("empty", -1)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Empty(t, body, "handled, not refused")
 	close(release)
 	wg.Wait()
 }
