@@ -306,29 +306,32 @@ func (s *suite) holdsLatePods(t *testing.T) {
 	}
 	held.check(t, "two 8-GPU pods after the PyTorchJob's window", map[string]int{"": 16})
 	pastWindow()
-	s.operatorPods(t, job, templatesPreemptible(t, job))
+	for _, role := range []string{"Master", "Worker"} {
+		s.operatorPod(t, job, role, templatesPreemptible(t, job))
+	}
 }
 
 // holdsForgedGangOwner: tenant hold-attacker's pods carry a
 // mandate.dev/gang-owner annotation (and the non-preemptible label) naming
-// tenant hold-victim's admitted PyTorchJob: they are decided as the
-// attacker's own, within its guarantee of 8, and the victim's pods,
-// created afterwards by its operator, keep the PyTorchJob's terms.
+// tenant hold-victim's admitted PyTorchJob, two at once and one after the
+// window: each is decided as the attacker's own, within its guarantee of
+// 8, and takes no slot of the PyTorchJob: its master pod, created by the
+// operator between the forgeries, and its worker, after the window, keep
+// the PyTorchJob's terms.
 func (s *suite) holdsForgedGangOwner(t *testing.T) {
 	victim := s.admitPyTorchJob(t, "hold-victim", "llama")
 	terms := templatesPreemptible(t, victim)
 	victimHeld := newHoldTally("hold-victim")
 	victimHeld.count("PyTorchJob llama", terms, "", 16000)
 	victimHeld.check(t, "the victim's PyTorchJob", map[string]int{"": 16})
-	pastWindow()
 	owner, err := json.Marshal(map[string]string{"apiVersion": victim.GetAPIVersion(), "kind": victim.GetKind(),
 		"name": victim.GetName(), "uid": string(victim.GetUID())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	attackerHeld := newHoldTally("hold-attacker")
-	for i := range 2 {
-		name := fmt.Sprintf("squatter-%d", i)
+	forge := func(name string) {
+		t.Helper()
 		pod := holdPod("hold-attacker", name, "8", "")
 		pod.Annotations = map[string]string{workload.AnnotationGangOwner: string(owner)}
 		pod.Labels = map[string]string{ledger.LabelPreemptible: "false"}
@@ -345,8 +348,13 @@ func (s *suite) holdsForgedGangOwner(t *testing.T) {
 			}
 		}
 	}
-	attackerHeld.check(t, "two 8-GPU pods forging a gang-owner annotation", map[string]int{"": 8})
-	s.operatorPods(t, victim, terms)
+	forge("squatter-0")
+	forge("squatter-1")
+	s.operatorPod(t, victim, "Master", terms)
+	pastWindow()
+	forge("squatter-2")
+	attackerHeld.check(t, "three 8-GPU pods forging a gang-owner annotation", map[string]int{"": 8})
+	s.operatorPod(t, victim, "Worker", terms)
 }
 
 // admitPyTorchJob creates a PyTorchJob of a master and a worker of 8 GPUs
@@ -375,36 +383,34 @@ spec:
 	return job
 }
 
-// operatorPods creates job's master and worker pods as the training
+// operatorPod creates job's pod of role (Master, Worker) as the training
 // operator does (the replica template's metadata and spec, a controller
-// reference to the PyTorchJob) and checks each gets the PyTorchJob's
-// terms (mandate.dev/preemptible=terms).
-func (s *suite) operatorPods(t *testing.T, job *unstructured.Unstructured, terms string) {
+// reference to the PyTorchJob) and checks it gets the PyTorchJob's terms
+// (mandate.dev/preemptible=terms).
+func (s *suite) operatorPod(t *testing.T, job *unstructured.Unstructured, role, terms string) {
 	t.Helper()
-	for _, role := range []string{"Master", "Worker"} {
-		tmpl, _, err := unstructured.NestedMap(job.Object, "spec", "pytorchReplicaSpecs", role, "template")
-		if err != nil || tmpl == nil {
-			t.Fatalf("PyTorchJob %s has no %s template: %v", job.GetName(), role, err)
-		}
-		pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "spec": tmpl["spec"]}}
-		if meta, ok := tmpl["metadata"].(map[string]any); ok {
-			labels, _, _ := unstructured.NestedStringMap(meta, "labels")
-			annotations, _, _ := unstructured.NestedStringMap(meta, "annotations")
-			pod.SetLabels(labels)
-			pod.SetAnnotations(annotations)
-		}
-		pod.SetNamespace(job.GetNamespace())
-		pod.SetName(fmt.Sprintf("%s-%s-0", job.GetName(), strings.ToLower(role)))
-		pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: job.GetAPIVersion(), Kind: job.GetKind(),
-			Name: job.GetName(), UID: job.GetUID(), Controller: ptr.To(true)}})
-		if err := s.admit(pod); err != nil {
-			t.Errorf("the operator's %s pod of PyTorchJob %s/%s, created after the window: %v", role, job.GetNamespace(), job.GetName(), err)
-			continue
-		}
-		if got := pod.GetLabels()[ledger.LabelPreemptible]; got != terms {
-			t.Errorf("the operator's %s pod of PyTorchJob %s/%s, created after the window, has mandate.dev/preemptible=%q, want the PyTorchJob's %q",
-				role, job.GetNamespace(), job.GetName(), got, terms)
-		}
+	tmpl, _, err := unstructured.NestedMap(job.Object, "spec", "pytorchReplicaSpecs", role, "template")
+	if err != nil || tmpl == nil {
+		t.Fatalf("PyTorchJob %s has no %s template: %v", job.GetName(), role, err)
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "spec": tmpl["spec"]}}
+	if meta, ok := tmpl["metadata"].(map[string]any); ok {
+		labels, _, _ := unstructured.NestedStringMap(meta, "labels")
+		annotations, _, _ := unstructured.NestedStringMap(meta, "annotations")
+		pod.SetLabels(labels)
+		pod.SetAnnotations(annotations)
+	}
+	pod.SetNamespace(job.GetNamespace())
+	pod.SetName(fmt.Sprintf("%s-%s-0", job.GetName(), strings.ToLower(role)))
+	pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: job.GetAPIVersion(), Kind: job.GetKind(),
+		Name: job.GetName(), UID: job.GetUID(), Controller: ptr.To(true)}})
+	if err := s.admit(pod); err != nil {
+		t.Errorf("the operator's %s pod of PyTorchJob %s/%s: %v", role, job.GetNamespace(), job.GetName(), err)
+		return
+	}
+	if got := pod.GetLabels()[ledger.LabelPreemptible]; got != terms {
+		t.Errorf("the operator's %s pod of PyTorchJob %s/%s has mandate.dev/preemptible=%q, want the PyTorchJob's %q",
+			role, job.GetNamespace(), job.GetName(), got, terms)
 	}
 }
 
