@@ -190,7 +190,7 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 func (s *State) stageReservation(tenant, key string, r Reservation, had bool) bool {
 	if len(r.GPUs) > 0 {
 		s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
-			Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second)})
+			Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second), Generation: r.Generation})
 		return true
 	}
 	return had // a release to commit, or nothing reserved before or now
@@ -380,6 +380,9 @@ func specOf(rs map[string]ledger.Reservation) (map[string]any, error) {
 			}
 			fmt.Fprintf(&b, "%s=%d", res, r.GPUs[res])
 		}
+		if r.Generation > 1 {
+			fmt.Fprintf(&b, " gen=%d", r.Generation)
+		}
 		b.WriteByte('\n')
 	}
 	return map[string]any{"reservations": b.String()}, nil
@@ -413,8 +416,17 @@ const legacySharedSuffix = "@milli"
 // parseReservation reads one line of spec.reservations.
 func parseReservation(line string) (string, ledger.Reservation, error) {
 	f := strings.Fields(line)
+	var generation int64
+	if len(f) == 6 && f[2] != "C" {
+		gen, ok := strings.CutPrefix(f[5], "gen=")
+		n, err := strconv.ParseInt(gen, 10, 64)
+		if !ok || err != nil || n < 1 {
+			return "", ledger.Reservation{}, fmt.Errorf("%q is not gen=GENERATION", f[5])
+		}
+		generation, f = n, f[:5]
+	}
 	if len(f) != 5 || (f[2] != "P" && f[2] != "N" && f[2] != "C") {
-		return "", ledger.Reservation{}, errors.New("want KEY TENANT P|N EXPIRES RESOURCE=GPUS[,...] or KEY TENANT C EXPIRES owner=UID")
+		return "", ledger.Reservation{}, errors.New("want KEY TENANT P|N EXPIRES RESOURCE=GPUS[,...] [gen=GENERATION] or KEY TENANT C EXPIRES owner=UID")
 	}
 	expires, err := strconv.ParseInt(f[3], 10, 64)
 	if err != nil {
@@ -427,7 +439,7 @@ func parseReservation(line string) (string, ledger.Reservation, error) {
 		}
 		return f[0], ledger.Reservation{Tenant: f[1], Owner: owner, Expires: time.Unix(expires, 0)}, nil
 	}
-	r := ledger.Reservation{Tenant: f[1], Preemptible: f[2] == "P", Expires: time.Unix(expires, 0), GPUs: map[string]int{}}
+	r := ledger.Reservation{Tenant: f[1], Preemptible: f[2] == "P", Expires: time.Unix(expires, 0), GPUs: map[string]int{}, Generation: generation}
 	for _, kv := range strings.Split(f[4], ",") {
 		res, n, ok := strings.Cut(kv, "=")
 		gpus, err := strconv.Atoi(n)

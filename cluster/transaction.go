@@ -28,6 +28,9 @@ type Reservation struct {
 	Preemptible bool
 	Relied      []ledger.Limit
 	ReliedKnown bool
+	// Generation is the generation of the stored object the decision was
+	// made for (ledger.Reservation.Generation): 0 for a create.
+	Generation int64
 }
 
 // optimisticAttempts is how many decisions of one admission are made
@@ -176,12 +179,12 @@ func (s *State) commitLocal(tenant, key, ownerUID string, v View, r Reservation)
 	}
 	// The re-check, release and reservation are one step of the ledger,
 	// so the tree's lock is held for microseconds.
-	return s.ledger.ReserveIf(key, tenant, ownerUID, r.GPUs, r.Preemptible, s.confirmationWindow(),
+	return s.ledger.ReserveIf(key, tenant, ownerUID, r.GPUs, r.Preemptible, r.Generation, s.confirmationWindow(),
 		func(now map[string]map[string]ledger.Usage) bool { return r.stands(v.Usage, now) })
 }
 
 func (s *State) reserve(tenant, key string, r Reservation) {
 	if key != "" && tenant != "" && len(r.GPUs) > 0 {
-		s.ledger.Reserve(key, tenant, r.GPUs, r.Preemptible, s.confirmationWindow())
+		s.ledger.ReserveGeneration(key, tenant, r.GPUs, r.Preemptible, r.Generation, s.confirmationWindow())
 	}
 }

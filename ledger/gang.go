@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"maps"
 	"strings"
 	"time"
 )
@@ -11,12 +12,16 @@ import (
 type claim struct {
 	tenant  string
 	expires time.Time
+	// made is when this replica first held it, verified that the API
+	// server was asked and has its pod (Unverified).
+	made     time.Time
+	verified bool
 }
 
-// claimKeyPrefix starts the keys under which TreeReservations lists gang
-// claims beside reservations: a pod's claim and a reservation of the same
+// ClaimKeyPrefix starts the keys under which TreeReservations (and
+// Unverified) list gang claims beside reservations: a pod's claim and a reservation of the same
 // pod (when it is decided on its own) are different entries.
-const claimKeyPrefix = "claim:"
+const ClaimKeyPrefix = "claim:"
 
 // ClaimGangPod takes one of the pod slots of an admitted gang owner (by
 // UID) for a GPU pod of tenant admitted on the owner's directives, keyed
@@ -42,8 +47,9 @@ func (l *Ledger) ClaimGangPod(ownerUID, tenant, key string, size int, ttl time.D
 			delete(pending, k)
 		}
 	}
-	if _, again := pending[key]; again {
-		pending[key] = claim{tenant: tenant, expires: now.Add(ttl)}
+	if c, again := pending[key]; again {
+		c.tenant, c.expires = tenant, now.Add(ttl)
+		pending[key] = c
 		return true, false
 	}
 	if l.owned[ownedKey(tenant, ownerUID)]+len(pending) >= size {
@@ -56,7 +62,7 @@ func (l *Ledger) ClaimGangPod(ownerUID, tenant, key string, size int, ttl time.D
 		pending = map[string]claim{}
 		l.claims[ownerUID] = pending
 	}
-	pending[key] = claim{tenant: tenant, expires: now.Add(ttl)}
+	pending[key] = claim{tenant: tenant, expires: now.Add(ttl), made: now}
 	return true, true
 }
 
@@ -78,14 +84,14 @@ func (l *Ledger) countOwned(tenant, ownerUID string, sign int) {
 }
 
 // treeClaims adds the unexpired gang claims of root's tree to out, as
-// Reservations with Owner set, under claimKeyPrefix keys. Callers hold the
+// Reservations with Owner set, under ClaimKeyPrefix keys. Callers hold the
 // lock.
 func (l *Ledger) treeClaims(root string, out map[string]Reservation) {
 	now := l.now()
 	for owner, pending := range l.claims {
 		for key, c := range pending {
 			if !now.After(c.expires) && l.rootOf(c.tenant) == root {
-				out[claimKeyPrefix+key] = Reservation{Tenant: c.tenant, Owner: owner, Expires: c.expires}
+				out[ClaimKeyPrefix+key] = Reservation{Tenant: c.tenant, Owner: owner, Expires: c.expires}
 			}
 		}
 	}
@@ -94,6 +100,10 @@ func (l *Ledger) treeClaims(root string, out map[string]Reservation) {
 // setTreeClaims makes the claims among rs (Owner set) the gang claims of
 // root's tree, as a shared ledger holds them. Callers hold the lock.
 func (l *Ledger) setTreeClaims(root string, rs map[string]Reservation) {
+	prev := map[string]map[string]claim{}
+	for owner, pending := range l.claims {
+		prev[owner] = maps.Clone(pending)
+	}
 	for owner, pending := range l.claims {
 		for key, c := range pending {
 			if l.rootOf(c.tenant) == root {
@@ -106,7 +116,7 @@ func (l *Ledger) setTreeClaims(root string, rs map[string]Reservation) {
 	}
 	now := l.now()
 	for key, r := range rs {
-		key, isClaim := strings.CutPrefix(key, claimKeyPrefix)
+		key, isClaim := strings.CutPrefix(key, ClaimKeyPrefix)
 		if !isClaim || r.Owner == "" || now.After(r.Expires) || l.rootOf(r.Tenant) != root {
 			continue
 		}
@@ -115,7 +125,11 @@ func (l *Ledger) setTreeClaims(root string, rs map[string]Reservation) {
 			pending = map[string]claim{}
 			l.claims[r.Owner] = pending
 		}
-		pending[key] = claim{tenant: r.Tenant, expires: r.Expires}
+		c := claim{tenant: r.Tenant, expires: r.Expires, made: now}
+		if old, ok := prev[r.Owner][key]; ok {
+			c.made, c.verified = old.made, old.verified
+		}
+		pending[key] = c
 	}
 }
 

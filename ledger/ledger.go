@@ -76,6 +76,12 @@ type Ledger struct {
 	// rolled[tenant][resource] includes every descendant, and reservations.
 	rolled   map[string]map[string]Usage
 	reserved map[string]*reservation
+	// held are the stored workloads' holds by WorkloadKey (UpsertHold),
+	// heldRequests the key of the hold of each workload admitted under a
+	// request key, settling the reservations settled here lately.
+	held         map[string]*held
+	heldRequests map[string]string
+	settling     map[string]settled
 	// consumed sums, per consumedKey, the GPUs of the pods seen that
 	// consume that reservation (an owner's or a request's; a pod's own
 	// is its attribution); attributed remembers each pod's share
@@ -107,19 +113,22 @@ type Ledger struct {
 // New returns an empty ledger.
 func New(cfg Config) *Ledger {
 	return &Ledger{
-		cfg:        cfg,
-		nsTenant:   map[string]string{},
-		pods:       map[string]podEntry{},
-		rolled:     map[string]map[string]Usage{},
-		reserved:   map[string]*reservation{},
-		consumed:   map[string]map[string]int{},
-		attributed: map[string]attribution{},
-		owned:      map[string]int{},
-		claims:     map[string]map[string]claim{},
-		draClaims:  map[string]map[string]int{},
-		holders:    map[string]map[string]*podInput{},
-		holding:    map[string]*podInput{},
-		now:        time.Now,
+		cfg:          cfg,
+		nsTenant:     map[string]string{},
+		pods:         map[string]podEntry{},
+		rolled:       map[string]map[string]Usage{},
+		reserved:     map[string]*reservation{},
+		held:         map[string]*held{},
+		settling:     map[string]settled{},
+		heldRequests: map[string]string{},
+		consumed:     map[string]map[string]int{},
+		attributed:   map[string]attribution{},
+		owned:        map[string]int{},
+		claims:       map[string]map[string]claim{},
+		draClaims:    map[string]map[string]int{},
+		holders:      map[string]map[string]*podInput{},
+		holding:      map[string]*podInput{},
+		now:          time.Now,
 
 		nodeProduct: map[string]string{},
 		onNode:      map[string]map[string]struct{}{},
@@ -150,6 +159,9 @@ func (l *Ledger) SetConfig(cfg Config) {
 	for _, r := range l.reserved {
 		l.applyReservation(r, r.applied, +1)
 	}
+	for _, h := range l.held {
+		l.applyReservation(&h.res, h.res.applied, +1)
+	}
 }
 
 // UpsertNamespace records which tenant a namespace belongs to, moving the
@@ -176,10 +188,21 @@ func (l *Ledger) setTenant(ns, tenant string) {
 			l.countOwned(tenant, e.owner, +1)
 		}
 	}
+	var moved []string
+	for key, h := range l.held {
+		if h.namespace == ns {
+			l.setApplied(&h.res, nil)
+			h.res.Tenant = tenant
+			moved = append(moved, key)
+		}
+	}
 	if tenant == "" {
 		delete(l.nsTenant, ns)
 	} else {
 		l.nsTenant[ns] = tenant
+	}
+	for _, key := range moved {
+		l.refresh(key)
 	}
 }
 
@@ -257,6 +280,7 @@ func (l *Ledger) count(key string, in *podInput) {
 		a := attribution{keys: in.keys, tenant: l.nsTenant[in.namespace], gpus: withProduct(gpus, in.product)}
 		l.attributed[key] = a
 		l.attribute(key, a, +1)
+		l.settlePodReservations(key, in)
 	}
 	if len(gpus) > 0 && !in.terminal {
 		next := podEntry{namespace: in.namespace, gpus: gpus, class: in.class, explicit: in.explicit,

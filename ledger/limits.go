@@ -52,7 +52,7 @@ func (l *Ledger) UsageWithout(tenant, key, ownerUID string) map[string]map[strin
 // reservation is released and gpus reserved under key as Reserve does, in
 // one step under the ledger's lock; false, and nothing changed, when it
 // does not. ok runs under the lock: it must not call the ledger.
-func (l *Ledger) ReserveIf(key, tenant, ownerUID string, gpus map[string]int, preemptible bool, ttl time.Duration,
+func (l *Ledger) ReserveIf(key, tenant, ownerUID string, gpus map[string]int, preemptible bool, generation int64, ttl time.Duration,
 	ok func(usage map[string]map[string]Usage) bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -60,10 +60,11 @@ func (l *Ledger) ReserveIf(key, tenant, ownerUID string, gpus map[string]int, pr
 		return false
 	}
 	l.release(key)
-	if len(gpus) == 0 || tenant == "" || l.storedPod(key) {
+	r := Reservation{Tenant: tenant, GPUs: maps.Clone(gpus), Preemptible: preemptible, Expires: l.now().Add(ttl), Generation: generation}
+	if len(gpus) == 0 || tenant == "" || l.storedPod(key) || l.resolvedNow(key, r) {
 		return true
 	}
-	l.add(key, Reservation{Tenant: tenant, GPUs: maps.Clone(gpus), Preemptible: preemptible, Expires: l.now().Add(ttl)})
+	l.add(key, r)
 	return true
 }
 
@@ -80,6 +81,10 @@ func (l *Ledger) usageWithout(tenant, key, ownerUID string) map[string]map[strin
 	}
 	if r, ok := l.reserved[key]; ok && key != "" && len(r.applied) > 0 {
 		l.subtract(out, r.Tenant, podEntry{gpus: topology.CountsOf(r.applied), explicit: explicitOf(r.Preemptible)})
+	}
+	if h, ok := l.held[key]; ok && key != "" && len(h.res.applied) > 0 {
+		// The workload's own hold: its whole new demand is decided.
+		l.subtract(out, h.res.Tenant, podEntry{gpus: topology.CountsOf(h.res.applied), explicit: explicitOf(h.res.Preemptible)})
 	}
 	if ownerUID != "" {
 		for _, e := range l.pods {

@@ -54,11 +54,11 @@ func TestReserveIf(t *testing.T) {
 	l.Reserve("k", "product", map[string]int{"nvidia.com/gpu": 8}, false, time.Minute)
 	l.Reserve("other", "product", map[string]int{"nvidia.com/gpu": 2}, false, time.Minute)
 	var seen map[string]map[string]Usage
-	require.False(t, l.ReserveIf("k", "product", "", map[string]int{"nvidia.com/gpu": 4}, false, time.Minute,
+	require.False(t, l.ReserveIf("k", "product", "", map[string]int{"nvidia.com/gpu": 4}, false, 0, time.Minute,
 		func(u map[string]map[string]Usage) bool { seen = u; return false }))
 	require.Equal(t, Usage{Total: 2, NonPreemptible: 2}, seen["product"]["nvidia.com/gpu"], "checked without k's own reservation")
 	require.Equal(t, Usage{Total: 10, NonPreemptible: 10}, l.Usage("product")["product"]["nvidia.com/gpu"], "nothing changed")
-	require.True(t, l.ReserveIf("k", "product", "", map[string]int{"nvidia.com/gpu": 4}, true, time.Minute,
+	require.True(t, l.ReserveIf("k", "product", "", map[string]int{"nvidia.com/gpu": 4}, true, 0, time.Minute,
 		func(map[string]map[string]Usage) bool { return true }))
 	require.Equal(t, Usage{Total: 6, NonPreemptible: 2}, l.Usage("product")["product"]["nvidia.com/gpu"], "k replaced")
 }

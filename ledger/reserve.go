@@ -25,6 +25,10 @@ const requestKeyPrefix = "uid/"
 type reservation struct {
 	Reservation
 	applied map[string]int
+	// made is when this replica first held it; verified says the API
+	// server was asked and has its object (Unverified).
+	made     time.Time
+	verified bool
 }
 
 // Reservation is one reservation as the ledger keeps it and as a shared
@@ -39,6 +43,11 @@ type Reservation struct {
 	Preemptible bool           `json:"preemptible"`
 	Expires     time.Time      `json:"expires"`
 	Owner       string         `json:"owner,omitempty"`
+	// Generation is the generation of the stored object the reservation
+	// was admitted for: 0 or 1 for a create, the next one for a change
+	// of an admitted workload (an UPDATE raising its demand). A stored
+	// version at least as new settles it (UpsertHold).
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // WorkloadKey names a workload for reservations: group/Kind/namespace/name.
@@ -82,16 +91,34 @@ func IsRequestKey(namespace, key string) bool {
 // A pod already counted under the same name reserves nothing: its create
 // can only fail (AlreadyExists), and the stored pod counts already.
 func (l *Ledger) Reserve(key, tenant string, gpus map[string]int, preemptible bool, ttl time.Duration) {
+	l.ReserveGeneration(key, tenant, gpus, preemptible, 0, ttl)
+}
+
+// ReserveGeneration is Reserve for the stored version generation of the
+// workload (Reservation.Generation).
+func (l *Ledger) ReserveGeneration(key, tenant string, gpus map[string]int, preemptible bool, generation int64, ttl time.Duration) {
 	if len(gpus) == 0 || tenant == "" {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.release(key)
-	if l.storedPod(key) {
+	r := Reservation{Tenant: tenant, GPUs: maps.Clone(gpus), Preemptible: preemptible, Expires: l.now().Add(ttl), Generation: generation}
+	if l.storedPod(key) || l.resolvedNow(key, r) {
 		return
 	}
-	l.add(key, Reservation{Tenant: tenant, GPUs: maps.Clone(gpus), Preemptible: preemptible, Expires: l.now().Add(ttl)})
+	l.add(key, r)
+}
+
+// resolvedNow is resolved for a reservation about to be made: one already
+// settled under key was another admission's, so only the stored object
+// seen counts.
+func (l *Ledger) resolvedNow(key string, r Reservation) bool {
+	if h, ok := l.held[key]; ok && max(r.Generation, 1) <= h.generation {
+		return true
+	}
+	_, ok := l.heldRequests[key]
+	return ok
 }
 
 // Now is the ledger's clock: reservations expire by it.
@@ -108,7 +135,8 @@ func (l *Ledger) storedPod(key string) bool {
 // add records a reservation and counts what pods have not consumed of it.
 // Callers hold the lock and released key before.
 func (l *Ledger) add(key string, r Reservation) {
-	l.reserved[key] = &reservation{Reservation: r}
+	delete(l.settling, key)
+	l.reserved[key] = &reservation{Reservation: r, made: l.now()}
 	l.refresh(key)
 }
 
@@ -118,7 +146,7 @@ func (l *Ledger) Put(key string, r Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.release(key)
-	if r.Tenant == "" || len(r.GPUs) == 0 || l.now().After(r.Expires) {
+	if r.Tenant == "" || len(r.GPUs) == 0 || l.now().After(r.Expires) || l.resolvedNow(key, r) {
 		return
 	}
 	r.GPUs = maps.Clone(r.GPUs)
@@ -150,6 +178,9 @@ func (l *Ledger) release(key string) {
 	if r, ok := l.reserved[key]; ok {
 		l.applyReservation(r, r.applied, -1)
 		delete(l.reserved, key)
+		if _, ok := l.held[key]; ok {
+			l.refresh(key) // the hold counts again
+		}
 	}
 }
 
@@ -196,13 +227,18 @@ func (l *Ledger) attribute(key string, a attribution, sign int) {
 		if len(c) == 0 {
 			delete(l.consumed, ck)
 		}
-		if r, ok := l.reserved[key]; ok && r.Tenant == a.tenant {
-			l.refresh(key)
-		}
+		l.refreshFor(key, a.tenant)
 	}
-	own := podKeyPrefix + key
-	if r, ok := l.reserved[own]; ok && r.Tenant == a.tenant {
-		l.refresh(own)
+	l.refreshFor(podKeyPrefix+key, a.tenant)
+}
+
+// refreshFor recounts the reservation and hold of key when they are
+// tenant's. Callers hold the lock.
+func (l *Ledger) refreshFor(key, tenant string) {
+	r, reserved := l.reserved[key]
+	h, isHeld := l.held[key]
+	if (reserved && r.Tenant == tenant) || (isHeld && h.res.Tenant == tenant) {
+		l.refresh(key)
 	}
 }
 
@@ -217,8 +253,25 @@ func (l *Ledger) unattribute(key string) {
 
 // refresh recounts reservation key: its GPUs less what pods consumed of
 // them. Callers hold the lock.
+// A reservation (an admission's, not settled yet) counts instead of the
+// hold of the same key: it is the newer demand.
 func (l *Ledger) refresh(key string) {
-	r := l.reserved[key]
+	h := l.held[key]
+	if r, ok := l.reserved[key]; ok {
+		l.recount(key, r)
+		if h != nil {
+			l.setApplied(&h.res, nil)
+		}
+		return
+	}
+	if h != nil {
+		l.recount(key, &h.res)
+	}
+}
+
+// recount sets what r counts: its GPUs less what the pods consumed of
+// key. Callers hold the lock.
+func (l *Ledger) recount(key string, r *reservation) {
 	consumed := l.consumed[consumedKey(key, r.Tenant)]
 	// A pod's own reservation is consumed by the pod alone.
 	var own topology.Counts
@@ -233,6 +286,11 @@ func (l *Ledger) refresh(key string) {
 			left[res] = n
 		}
 	}
+	l.setApplied(r, left)
+}
+
+// setApplied makes r count left. Callers hold the lock.
+func (l *Ledger) setApplied(r *reservation, left map[string]int) {
 	if maps.Equal(left, r.applied) {
 		return
 	}
@@ -248,6 +306,11 @@ func (l *Ledger) expire() {
 	for key, r := range l.reserved {
 		if now.After(r.Expires) {
 			l.release(key)
+		}
+	}
+	for key, st := range l.settling {
+		if now.Sub(st.at) > SettleTime {
+			delete(l.settling, key)
 		}
 	}
 	for owner, pending := range l.claims {
@@ -333,6 +396,11 @@ func (l *Ledger) TreeReservations(root string) map[string]Reservation {
 			out[key] = r.Reservation
 		}
 	}
+	for key, st := range l.settling {
+		if _, ok := out[key]; !ok && l.rootOf(st.r.Tenant) == root {
+			out[key] = st.r
+		}
+	}
 	l.treeClaims(root, out)
 	return out
 }
@@ -359,13 +427,21 @@ func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 		if r.Owner != "" || r.Tenant == "" || len(r.GPUs) == 0 || now.After(r.Expires) || l.rootOf(r.Tenant) != root {
 			continue
 		}
+		if l.resolved(key, r) {
+			// Settled here: the hold or the pod counts it.
+			if _, ok := l.settling[key]; !ok {
+				l.settling[key] = settled{r: r, at: now}
+			}
+			continue
+		}
 		r.GPUs = maps.Clone(r.GPUs)
 		l.add(key, r)
 	}
 }
 
 func sameReservation(a, b Reservation) bool {
-	return a.Tenant == b.Tenant && a.Owner == b.Owner && a.Preemptible == b.Preemptible && a.Expires.Equal(b.Expires) && maps.Equal(a.GPUs, b.GPUs)
+	return a.Tenant == b.Tenant && a.Owner == b.Owner && a.Preemptible == b.Preemptible && a.Expires.Equal(b.Expires) &&
+		a.Generation == b.Generation && maps.Equal(a.GPUs, b.GPUs)
 }
 
 // GangOwnerOf is the gang a pod belongs to: the owner Mandate named on it

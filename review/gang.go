@@ -202,6 +202,11 @@ func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *un
 	if err != nil || pw.GPUResource != ow.GPUResource || pw.GPUsPerPod > ow.GPUsPerPod {
 		return false, nil
 	}
+	if !holdsLive(owner) {
+		// Its hold has ended (finished, suspended, being deleted): a pod
+		// created now is decided on its own.
+		return false, nil
+	}
 	if pod.GroupVersionKind() != workload.PodGVK {
 		// A link between the gang and its pods (a JobSet's Job): its pods
 		// claim the gang's slots when they are created.
@@ -285,4 +290,14 @@ func (s *Service) Stored(ctx context.Context, gvk schema.GroupVersionKind, names
 		return nil, fmt.Errorf("unable to read %s %s/%s: %w", gvk.Kind, namespace, name, err)
 	}
 	return obj, nil
+}
+
+// holdsLive says whether the gang owner's hold lives: it is not being
+// deleted, suspended or finished (HoldOf).
+func holdsLive(owner *unstructured.Unstructured) bool {
+	if owner.GetDeletionTimestamp() != nil {
+		return false
+	}
+	k, ok := workload.Lookup(owner.GroupVersionKind())
+	return !ok || (!suspended(k, owner) && !k.Finished.IsFinished(owner))
 }

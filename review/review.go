@@ -128,7 +128,7 @@ type Result struct {
 // namespace-less object is taken to be in "default". With a shadow
 // revision active, Result.Shadow says what it would have decided.
 func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (Result, error) {
-	out, in, err := s.review(ctx, obj, req, "")
+	out, in, err := s.review(ctx, obj, req, "", 0)
 	if err != nil {
 		return out, err
 	}
@@ -145,7 +145,10 @@ func (s *Service) Review(ctx context.Context, obj *unstructured.Unstructured, re
 
 // review decides with the active revision and returns the input it
 // decided, so that a shadow revision sees exactly the same.
-func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request, exclude string) (Result, evaluator.Input, error) {
+// exclude and generation are a change's (ReviewChange): the owner UID
+// whose pods the view leaves out, and the generation of the stored object
+// its reservation is for; "" and 0 for a create.
+func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request, exclude string, generation int64) (Result, evaluator.Input, error) {
 	w, err := s.normalize(obj)
 	if err != nil {
 		return Result{}, evaluator.Input{}, err
@@ -195,6 +198,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 		}
 		reserved = reservation(w, d, req.DryRun)
 		reserved.Relied, reserved.ReliedKnown = d.Relied, d.ReliedKnown
+		reserved.Generation = generation
 		return reserved, nil
 	})
 	if err != nil {
@@ -258,9 +262,11 @@ func dropGangOwner(obj *unstructured.Unstructured) {
 }
 
 // ChangeRaises says whether an UPDATE of an admitted workload raises what
-// was decided: more pods, GPUs or GPUs per pod, another GPU resource or
-// priority class. Lowering a demand needs no decision: its pods free the
-// quota as they end.
+// was decided: more pods, GPUs or GPUs per pod, another GPU resource,
+// product or priority class, or a suspended workload let run (a Job
+// unsuspended holds its GPUs again, so they are decided against the
+// quota as it is now). Lowering a demand needs no decision: its pods free
+// the quota as they end.
 func (s *Service) ChangeRaises(old, cur *unstructured.Unstructured) (bool, error) {
 	ow, err := s.normalize(old)
 	if err != nil {
@@ -270,8 +276,16 @@ func (s *Service) ChangeRaises(old, cur *unstructured.Unstructured) (bool, error
 	if err != nil {
 		return false, err
 	}
+	k, _ := workload.Lookup(cur.GroupVersionKind())
+	unsuspended := suspended(k, old) && !suspended(k, cur)
+	if was, ok, err := scheduler.RecordedDirectives(old.GetAnnotations()); err == nil && ok && scheduler.OwnsQuota(was.Scheduler) {
+		// A queueing system that owns its quota (Kueue) admits by
+		// unsuspending: that is its decision to make, not a raise.
+		unsuspended = false
+	}
 	return nw.Pods > ow.Pods || nw.TotalGPUs > ow.TotalGPUs || nw.GPUsPerPod > ow.GPUsPerPod ||
-		nw.GPUResource != ow.GPUResource || nw.PriorityClass != ow.PriorityClass, nil
+		nw.GPUResource != ow.GPUResource || nw.GPUProduct != ow.GPUProduct || nw.PriorityClass != ow.PriorityClass ||
+		unsuspended, nil
 }
 
 // ChangedTerms lists the fields of cur, a new version of a workload
@@ -322,12 +336,13 @@ func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, e
 	return paths, nil
 }
 
-// ReviewChange decides cur, the new version of an admitted workload whose
-// change raises its demand (ChangeRaises), as a create of its whole new
-// demand in a view without its own pods, and reserves it under its key
-// (its pods consume the reservation).
-func (s *Service) ReviewChange(ctx context.Context, cur *unstructured.Unstructured, req evaluator.Request) (Result, error) {
-	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()))
+// ReviewChange decides cur, the new version of an admitted workload old
+// whose change raises its demand (ChangeRaises), as a create of its whole
+// new demand in a view without its own pods and hold, and reserves it
+// under its key (its pods consume the reservation) until the stored
+// object shows the change (its next generation), when its hold counts it.
+func (s *Service) ReviewChange(ctx context.Context, old, cur *unstructured.Unstructured, req evaluator.Request) (Result, error) {
+	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()), old.GetGeneration()+1)
 	if err != nil {
 		return out, err
 	}
@@ -363,7 +378,7 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 // see its pods. Dry runs and the workloads of a scheduler that owns its
 // quota (Kueue's) reserve nothing.
 func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
-	if !d.Allowed || dryRun || w.TotalGPUs == 0 || w.GPUResource == "" {
+	if !d.Allowed || dryRun {
 		return cluster.Reservation{}
 	}
 	if scheduler.OwnsQuota(d.Directives.Scheduler) {
@@ -373,15 +388,10 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 		// them run.
 		return cluster.Reservation{}
 	}
-	// A workload of one GPU product reserves under the product's key too
-	// (ledger.ProductKey): that product's quota is spent as well.
-	gpus := map[string]int{w.GPUResource: w.TotalGPUs}
-	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
-		// KAI-shared GPUs are held exactly, in milli-GPUs, as their pods
-		// are counted (see ledger.SharedKey).
-		gpus = map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
+	gpus := demandOf(w)
+	if len(gpus) == 0 {
+		return cluster.Reservation{}
 	}
-	gpus = ledger.WithProduct(gpus, w.GPUProduct)
 	return cluster.Reservation{GPUs: gpus, Preemptible: d.Directives.Preemptible}
 }
 

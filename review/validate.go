@@ -181,7 +181,7 @@ func (s *Service) updateObject(ctx context.Context, req Request, gvk schema.Grou
 	}
 	// Decided, but not counted nor written to the decision log (Decided
 	// stays nil), as before the protocol moved here.
-	result, err := s.ReviewChange(ctx, newObj, req.Request)
+	result, err := s.ReviewChange(ctx, oldObj, newObj, req.Request)
 	if err != nil {
 		return reviewError(err)
 	}

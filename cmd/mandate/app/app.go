@@ -19,7 +19,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -45,6 +44,7 @@ import (
 	"github.com/mandate-dev/mandate/elected"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
@@ -160,7 +160,10 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	s.Service.Namespaces = s.Manager.GetAPIReader()
 	s.Service.Owners = s.Manager.GetAPIReader()
 	s.Service.OwnerCache = s.Manager.GetCache()
-	if err := startOwnerInformers(ctx, s.Manager.GetCache(), s.Manager.GetRESTMapper()); err != nil {
+	// The gang owners' informers serve the owner reads and keep each
+	// admitted workload's hold for its whole life.
+	holdOf := func(u *unstructured.Unstructured) (ledger.Hold, bool) { return s.Service.HoldOf(u) }
+	if err := s.State.WatchHolds(ctx, s.Manager.GetCache(), s.Manager.GetRESTMapper(), workload.GangOwners(), holdOf); err != nil {
 		return nil, err
 	}
 	// DRA claims and templates are read through the manager's cache
@@ -174,7 +177,10 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		return nil, err
 	}
 	s.Handlers.Register(s.Manager.GetWebhookServer(), webhook.NewLimiter(int64(c.Webhook.MaxInFlightBytes), time.Second))
-	runnables := []manager.Runnable{manager.RunnableFunc(s.waitForSync)}
+	runnables := []manager.Runnable{manager.RunnableFunc(s.waitForSync), manager.RunnableFunc(func(ctx context.Context) error {
+		// Every replica: each releases the creates it sees refused.
+		return s.State.ReleaseUnstored(ctx, s.Manager.GetAPIReader(), cluster.StoredGrace)
+	})}
 	for _, src := range []bundles.Source{bundleSrc, shadowSrc} {
 		if src != nil {
 			runnables = append(runnables, manager.RunnableFunc(src.Run))
@@ -492,29 +498,6 @@ func servingCerts(ctx context.Context, rc *rest.Config, c config.Serve) (manager
 		return nil, fmt.Errorf("certs: %w", err)
 	}
 	return rot, nil
-}
-
-// startOwnerInformers starts, with the cache, the informers of the gang
-// owner kinds served, through which gang pods read their owner
-// (review.Service.OwnerCache). The cache would start one on the first read
-// of its kind: that read, on the first gang after a start, then waits for
-// the informer's first listing and falls back to the API server, while the
-// gang's pods arrive by the hundred.
-func startOwnerInformers(ctx context.Context, informers cache.Informers, mapper meta.RESTMapper) error {
-	for _, gvk := range workload.GangOwners() {
-		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue // not served: no owner of this kind to read
-			}
-			return fmt.Errorf("unable to map %s: %w", gvk, err)
-		}
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		if _, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
-			return fmt.Errorf("unable to get the %s informer: %w", gvk.Kind, err)
-		}
-	}
-	return nil
 }
 
 // waitForSync marks the state synced once the cache is and the state has

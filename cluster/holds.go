@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/workload"
+)
+
+// HoldOf reads the hold of a stored workload (review.Service.HoldOf); ok
+// false when it holds none of its own.
+type HoldOf func(obj *unstructured.Unstructured) (h ledger.Hold, ok bool)
+
+// WatchHolds keeps the ledger's holds (ledger.Hold) from informers of the
+// workload kinds given that the API server serves: each stored workload
+// Mandate admitted holds its demand until it is deleted, suspended or
+// finished, whatever its pods' timing. The informers are the manager
+// cache's, shared with the reads of gang owners. The state is Synced only
+// once they have been taken in, so a restarted replica counts every hold
+// before it decides. A kind whose CRD is installed later is not watched
+// until a restart.
+func (s *State) WatchHolds(ctx context.Context, informers cache.Informers, mapper meta.RESTMapper, kinds []schema.GroupVersionKind, holdOf HoldOf) error {
+	for _, gvk := range kinds {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // not served: nothing of this kind holds
+			}
+			return fmt.Errorf("unable to map %s: %w", gvk, err)
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		inf, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("unable to get the %s informer: %w", gvk.Kind, err)
+		}
+		upsert := func(o any) {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				return
+			}
+			key := ledger.WorkloadKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())
+			if h, ok := holdOf(u); ok {
+				s.ledger.UpsertHold(key, h)
+			} else {
+				s.ledger.DeleteHold(key)
+			}
+		}
+		remove := func(o any) {
+			if u, ok := o.(client.Object); ok {
+				s.ledger.DeleteHold(ledger.WorkloadKey(gvk.GroupVersion().String(), gvk.Kind, u.GetNamespace(), u.GetName()))
+			}
+		}
+		reg, err := inf.AddEventHandler(eventHandler(upsert, remove))
+		if err != nil {
+			return fmt.Errorf("unable to watch %s: %w", gvk.Kind, err)
+		}
+		s.mu.Lock()
+		s.handlers = append(s.handlers, reg.HasSynced)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Defaults of ReleaseUnstored.
+const (
+	// StoredGrace is how long after an admission its object may take to
+	// be stored before the API server is asked: the rest of the
+	// admission chain (other webhooks, validation) runs in between.
+	StoredGrace = 2 * time.Second
+	// storedCheckEvery is how often the reservations are looked at.
+	storedCheckEvery = time.Second
+)
+
+// ReleaseUnstored frees, until ctx ends, the quota of the creates the API
+// server refused after Mandate admitted them (an invalid field, another
+// webhook's denial, a name taken): every second it asks the API server
+// (reader, uncached) about each reservation and gang claim made at least
+// grace ago whose object no informer has shown yet, and releases those
+// whose object it does not hold (or holds at an older generation than
+// the change admitted), in the shared ledger too. A reservation admitted
+// under a request key names no object to ask for: it leaves when its
+// object is seen, or at its expiry.
+func (s *State) ReleaseUnstored(ctx context.Context, reader client.Reader, grace time.Duration) error {
+	t := time.NewTicker(storedCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, key := range s.ledger.Unverified(grace) {
+			if err := s.checkStored(ctx, reader, key); err != nil {
+				log.FromContext(ctx).Error(err, "unable to check whether an admitted object was stored", "reservation", key)
+			}
+		}
+	}
+}
+
+// checkStored asks the API server for the object of reservation key (as
+// ledger.Ledger.Unverified lists it) and releases the reservation when
+// the object is not there.
+func (s *State) checkStored(ctx context.Context, reader client.Reader, key string) error {
+	objKey := strings.TrimPrefix(key, ledger.ClaimKeyPrefix)
+	gvk, namespace, name, ok := parseWorkloadKey(objKey)
+	if !ok {
+		s.ledger.VerifiedStored(key) // nothing to ask for; it expires
+		return nil
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := reader.Get(cctx, client.ObjectKey{Namespace: namespace, Name: name}, m)
+	cancel()
+	stored := err == nil
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("unable to read %s %s/%s: %w", gvk.Kind, namespace, name, err)
+	}
+	if stored {
+		if want, ok := s.ledger.ReservationGeneration(key); !ok || m.GetGeneration() >= want || key != objKey {
+			s.ledger.VerifiedStored(key)
+			return nil
+		}
+	}
+	release := func() (bool, error) { return s.ledger.ReleaseUnstored(key), nil }
+	if s.shared == nil {
+		_, err := release()
+		return err
+	}
+	tenant := s.ledger.TenantOf(namespace)
+	if tenant == "" {
+		_, err := release()
+		return err
+	}
+	if err := s.transactShared(ctx, s.ledger.RootOf(tenant), release); err != nil {
+		return err
+	}
+	log.FromContext(ctx).V(1).Info("released the quota of an object the API server did not store", "reservation", key)
+	return nil
+}
+
+// parseWorkloadKey reads a ledger.WorkloadKey (group/Kind/namespace/name)
+// of a registered kind.
+func parseWorkloadKey(key string) (schema.GroupVersionKind, string, string, bool) {
+	parts := strings.SplitN(key, "/", 4)
+	if len(parts) != 4 || parts[3] == "" {
+		return schema.GroupVersionKind{}, "", "", false
+	}
+	k, ok := workload.LookupGroupKind(schema.GroupKind{Group: parts[0], Kind: parts[1]})
+	if !ok {
+		return schema.GroupVersionKind{}, "", "", false
+	}
+	return k.GVK, parts[2], parts[3], true
+}

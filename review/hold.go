@@ -1,0 +1,80 @@
+package review
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/workload"
+)
+
+// HoldOf is the hold of a stored workload (ledger.Hold): what it was
+// admitted to hold, from its recorded directives and its demand now, for
+// as long as it runs. ok is false for an object Mandate did not admit (no
+// recorded directives), a bare pod (it counts itself), or one that does
+// not normalise: it holds nothing. A workload suspended, finished or being
+// deleted, or one whose scheduler owns its quota (Kueue: its pods count
+// once it lets them run), has a hold without GPUs.
+func (s *Service) HoldOf(obj *unstructured.Unstructured) (ledger.Hold, bool) {
+	k, governed := workload.Lookup(obj.GroupVersionKind())
+	if !governed || obj.GroupVersionKind() == workload.PodGVK {
+		return ledger.Hold{}, false
+	}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && workload.IsGangOwner(ref) {
+		// A link of a gang (a JobSet's Job, a LeaderWorkerSet's
+		// StatefulSet): the gang's root holds, and its pods count against
+		// the root (workload.AnnotationGangOwner).
+		return ledger.Hold{}, false
+	}
+	d, admitted, err := scheduler.RecordedDirectives(obj.GetAnnotations())
+	if err != nil || !admitted {
+		return ledger.Hold{}, false
+	}
+	h := ledger.Hold{Namespace: obj.GetNamespace(), UID: string(obj.GetUID()), Generation: obj.GetGeneration(),
+		Preemptible: d.Preemptible}
+	if key := obj.GetAnnotations()[workload.AnnotationReservation]; ledger.IsRequestKey(h.Namespace, key) {
+		h.RequestKey = key
+	}
+	if obj.GetDeletionTimestamp() != nil || suspended(k, obj) || k.Finished.IsFinished(obj) || scheduler.OwnsQuota(d.Scheduler) {
+		return h, true
+	}
+	w, err := s.normalize(obj)
+	if err != nil {
+		return h, true
+	}
+	decider := s.Decider
+	if s.Source != nil {
+		decider = s.Source()
+	}
+	mapGPUMemory(&w, decider)
+	h.GPUs = demandOf(w)
+	return h, true
+}
+
+// suspended says whether obj, of kind k, is suspended (its kind's suspend
+// field true): it runs no pods and holds nothing until unsuspended, which
+// is decided again (ChangeRaises).
+func suspended(k workload.Kind, obj *unstructured.Unstructured) bool {
+	if len(k.Suspend) == 0 {
+		return false
+	}
+	v, _, _ := unstructured.NestedBool(obj.Object, k.Suspend...)
+	return v
+}
+
+// demandOf is what an admitted workload's GPUs hold, per usage key: its
+// GPU resource, or, for KAI-shared GPUs, their milli-GPUs
+// (ledger.SharedKey), as its pods are counted, and under the product's key
+// too when it asks for one (ledger.WithProduct): that product's quota is
+// spent as well. Nil for a workload without GPUs.
+func demandOf(w workload.Workload) map[string]int {
+	if w.TotalGPUs == 0 || w.GPUResource == "" {
+		return nil
+	}
+	gpus := map[string]int{w.GPUResource: w.TotalGPUs}
+	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
+		gpus = map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
+	}
+	return ledger.WithProduct(gpus, w.GPUProduct)
+}
