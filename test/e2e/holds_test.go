@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"testing"
@@ -69,9 +69,8 @@ func holdsModel(model map[string]any) {
 	helix["nvidia.com/gpu"] = map[string]any{"guaranteed": 1024, "ceiling": 1024}
 	platform := tenants["platform"].(map[string]any)
 	for name, quota := range holdTenants {
-		raw, _ := json.Marshal(platform)
-		var tenant map[string]any
-		_ = json.Unmarshal(raw, &tenant)
+		// A shallow copy: only the top-level fields below differ.
+		tenant := maps.Clone(platform)
 		tenant["quota"], tenant["queue"], tenant["description"] = quota, name, "issue 23's acceptance: "+name
 		tenants[name] = tenant
 	}
@@ -219,9 +218,7 @@ func holdPod(ns, name, gpus, product string) *corev1.Pod {
 // replicas), then rotates the proxy so the next call reaches the other.
 func (s *suite) admit(obj client.Object) error {
 	err := s.env.Client.Create(context.Background(), obj)
-	if s.proxy != nil {
-		s.proxy.rotate()
-	}
+	s.proxy.rotate()
 	return err
 }
 

@@ -106,8 +106,12 @@ func (p *roundRobin) track(c net.Conn, open bool) {
 // rotate closes every open connection, so the API server's next webhook
 // call dials again and reaches the next replica. Call it only between
 // calls the test makes one after another (no webhook call in flight), and
-// it waits a moment for the API server to see the connection gone.
+// it waits a moment for the API server to see the connection gone. A nil
+// proxy (one replica) has nothing to rotate.
 func (p *roundRobin) rotate() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	n := len(p.conns)
 	for c := range p.conns {
