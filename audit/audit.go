@@ -103,7 +103,7 @@ func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, e
 		if state, err = cluster.New(o.Model); err != nil {
 			return nil, err
 		}
-		for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
+		for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces, inv.Claims) {
 			if err := state.Add(obj); err != nil {
 				return nil, err
 			}
@@ -132,12 +132,13 @@ func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, e
 	}
 	req := evaluator.Request{Operation: "CREATE", User: user, Groups: o.Groups, DryRun: true}
 	reviewer := &review.Service{Decider: o.Decider, State: state, Explain: o.Explain}
+	own := owned{counting: o.Model.Counting(), claims: state.ClaimLookup()}
 	log := ctrl.LoggerFrom(ctx)
 	for _, e := range entries {
 		if e.obj == nil {
 			continue
 		}
-		res, err := decide(ctx, reviewer, state, e, req)
+		res, err := decide(ctx, reviewer, state, e, req, own)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +154,7 @@ func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, e
 
 // decide reviews one workload with its own pods taken out of the state,
 // then counts them again.
-func decide(ctx context.Context, r *review.Service, state *cluster.State, e entry, req evaluator.Request) (Result, error) {
+func decide(ctx context.Context, r *review.Service, state *cluster.State, e entry, req evaluator.Request, own owned) (Result, error) {
 	for _, p := range e.pods {
 		state.DeletePod(p.Namespace, p.Name)
 	}
@@ -161,7 +162,7 @@ func decide(ctx context.Context, r *review.Service, state *cluster.State, e entr
 	for _, p := range e.pods {
 		state.UpsertPod(p)
 	}
-	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: subtracted(e.pods),
+	res := Result{Workload: refOf(e.obj, rv.Workload.Tenant), Notes: e.notes, Subtracted: own.subtracted(e.pods),
 		Shape: Shape{Pods: rv.Workload.Pods, GPUsPerPod: rv.Workload.GPUsPerPod, TotalGPUs: rv.Workload.TotalGPUs,
 			Resource: rv.Workload.GPUResource, Product: rv.Workload.GPUProduct}}
 	if err != nil {
@@ -242,7 +243,7 @@ func plan(inv *inventory.Inventory, o Options) ([]entry, *Report, error) {
 		case o.Namespace != "" && ns != o.Namespace:
 		case finished(e.obj):
 			nFinished++
-		case inv.CountedOnly() && subtracted(e.typed()).Pods > 0:
+		case inv.CountedOnly() && livePods(e.typed()) > 0:
 			// Runs or is placed: counted; a report never lists it.
 		default:
 			// Audited: its pods typed, as decide reads them.
@@ -284,19 +285,48 @@ func less(a, b *unstructured.Unstructured) bool {
 	return a.GetName() < b.GetName()
 }
 
-// subtracted sums the GPUs of the pods the ledger counts (not finished).
-func subtracted(pods []*corev1.Pod) Subtracted {
+// owned counts a workload's own pods as the state counts them: how and
+// through which DRA claims.
+type owned struct {
+	counting topology.Counting
+	claims   topology.ClaimLookup
+}
+
+// subtracted sums the GPUs the pods the ledger counts (not finished) hold
+// (topology.PodHoldings: extended resources, KAI shares folded into whole
+// GPUs, and the devices of their DRA claims, a shared claim once).
+func (o owned) subtracted(pods []*corev1.Pod) Subtracted {
 	s := Subtracted{GPUs: map[string]int{}}
+	claims := topology.ClaimsOnce(o.claims)
+	held := map[string]int{}
 	for _, p := range pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if podFinished(p) {
 			continue
 		}
 		s.Pods++
-		for res, n := range topology.PodGPURequests(p) {
-			s.GPUs[res] += n
+		for key, n := range topology.PodHoldings(p, workload.PodProduct(&p.Spec), o.counting, claims).GPUs {
+			held[key] += n
 		}
 	}
+	for res, n := range topology.Fold(held) {
+		s.GPUs[res] = n
+	}
 	return s
+}
+
+// livePods is how many of pods the ledger counts (not finished).
+func livePods(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if !podFinished(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func podFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // finished says whether a workload has run to its end, as its kind's

@@ -69,29 +69,48 @@ func (c *ClaimStore) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 
 // UpsertClaim counts the GPUs a DRA ResourceClaim holds (its allocated
 // devices, or what it requests while not allocated) for the pod that
-// holds it (ledger.UpsertClaim), mapped to quota resources by the
-// model's DeviceClasses. The claim is kept, not copied: it must not change
+// holds it (ledger.UpsertClaim), and its allocated devices on their node
+// (topology.Model.UpsertClaim), mapped to quota resources by the model's
+// DeviceClasses. The claim is kept, not copied: it must not change
 // afterwards (informers' objects never do).
 func (s *State) UpsertClaim(c *resourcev1.ResourceClaim) {
 	key := c.Namespace + "/" + c.Name
+	s.shape.RLock()
+	defer s.shape.RUnlock()
 	s.claimsMu.Lock()
 	defer s.claimsMu.Unlock()
 	s.draClaims[key] = c
 	s.ledger.UpsertClaim(c.Namespace, c.Name, topology.ClaimGPUs(c, s.deviceResource))
+	s.topo.UpsertClaim(c, s.deviceResource)
 }
 
 // DeleteClaim forgets a DRA ResourceClaim: the pods that held it count its
-// devices no more.
+// devices no more, nor does its node.
 func (s *State) DeleteClaim(namespace, name string) {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
 	s.claimsMu.Lock()
 	defer s.claimsMu.Unlock()
 	delete(s.draClaims, namespace+"/"+name)
 	s.ledger.DeleteClaim(namespace, name)
+	s.topo.DeleteClaim(namespace, name)
+}
+
+// ClaimLookup resolves the DRA claims the state counts
+// (topology.ClaimLookup), for reading a pod's holdings as the state
+// counts them.
+func (s *State) ClaimLookup() topology.ClaimLookup {
+	return func(namespace, name string) (*resourcev1.ResourceClaim, bool) {
+		s.claimsMu.Lock()
+		defer s.claimsMu.Unlock()
+		c, ok := s.draClaims[namespace+"/"+name]
+		return c, ok
+	}
 }
 
 // setDeviceClasses maps DRA devices to quota resources by m's
 // DeviceClasses, counting every claim known again when the mapping
-// changed.
+// changed. The caller holds shape.
 func (s *State) setDeviceClasses(m model.Model) {
 	s.claimsMu.Lock()
 	defer s.claimsMu.Unlock()
@@ -104,5 +123,6 @@ func (s *State) setDeviceClasses(m model.Model) {
 	s.deviceClasses, s.deviceResource = maps.Clone(m.DeviceClasses), m.DeviceResource
 	for _, c := range s.draClaims {
 		s.ledger.UpsertClaim(c.Namespace, c.Name, topology.ClaimGPUs(c, s.deviceResource))
+		s.topo.UpsertClaim(c, s.deviceResource)
 	}
 }

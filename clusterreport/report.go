@@ -23,6 +23,7 @@ import (
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Report is the cluster report.
@@ -187,7 +188,7 @@ func Build(ctx context.Context, inv *inventory.Inventory, sched *explain.Schedul
 		return rep.Blocked[i].Workload < rep.Blocked[j].Workload
 	})
 	rep.Tenants = tenants(o, used, withReservations, rep.Blocked)
-	nodes, err := nodesOf(inv, o.Model.TopologyConfig())
+	nodes, err := nodesOf(inv, o.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -338,29 +339,57 @@ type node struct {
 	used  map[string]int
 }
 
-func nodesOf(inv *inventory.Inventory, cfg topology.Config) ([]node, error) {
+// nodesOf is inv's nodes with the GPUs the pods hold on each
+// (topology.PodHoldings: a bound pod's own on its node, the devices of a
+// DRA claim on the claim's node, a shared claim once, shared GPUs as the
+// whole devices they occupy of a node).
+func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
+	cfg := m.TopologyConfig()
+	claims, err := inv.ClaimLookup()
+	if err != nil {
+		return nil, err
+	}
+	claims = topology.ClaimsOnce(claims)
+	counting := m.Counting()
+	nodeProduct := map[string]string{}
+	views := make([]*corev1.Node, 0, len(inv.Nodes))
+	for _, obj := range inv.Nodes {
+		n := &corev1.Node{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, n); err != nil {
+			return nil, fmt.Errorf("malformed Node %s: %w", obj.GetName(), err)
+		}
+		views = append(views, n)
+		nodeProduct[n.Name] = topology.ViewNode(cfg, n).Product
+	}
 	used := map[string]map[string]int{}
-	err := inv.EachPod(func(pod *corev1.Pod) error {
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	err = inv.EachPod(func(pod *corev1.Pod) error {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			return nil
 		}
-		for r, n := range topology.PodGPURequests(pod) {
-			if used[pod.Spec.NodeName] == nil {
-				used[pod.Spec.NodeName] = map[string]int{}
+		// A gpu-memory share is mapped with its node's product, as the
+		// topology model maps it.
+		product := nodeProduct[pod.Spec.NodeName]
+		if product == "" {
+			product = workload.PodProduct(&pod.Spec)
+		}
+		for n, gpus := range topology.PodHoldings(pod, product, counting, claims).OnNode(pod.Spec.NodeName) {
+			if used[n] == nil {
+				used[n] = map[string]int{}
 			}
-			used[pod.Spec.NodeName][r] += n
+			for r, v := range gpus {
+				used[n][r] += v
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]node, 0, len(inv.Nodes))
-	for _, obj := range inv.Nodes {
-		n := &corev1.Node{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, n); err != nil {
-			return nil, fmt.Errorf("malformed Node %s: %w", obj.GetName(), err)
-		}
+	for n, gpus := range used {
+		used[n] = topology.Fold(gpus)
+	}
+	out := make([]node, 0, len(views))
+	for _, n := range views {
 		out = append(out, node{name: n.Name, view: topology.ViewNode(cfg, n), alloc: topology.NodeGPUs(n), used: used[n.Name]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })

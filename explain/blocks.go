@@ -15,6 +15,7 @@ import (
 	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // ErrBadTarget is wrapped when the workload asked about cannot be found or
@@ -62,13 +63,16 @@ func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 	}
 	preemptible := m.PreemptibleClasses()
 	sums := map[string]*holder{}
-	// audit has already refused a malformed pod
+	counting := m.Counting()
+	// audit has already refused a malformed pod and claim
+	claims, _ := inv.ClaimLookup()
+	claims = topology.ClaimsOnce(claims)
 	_ = inv.EachPod(func(pod *corev1.Pod) error {
 		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			return nil
 		}
 		gpus := 0
-		for _, n := range topology.PodGPURequests(pod) {
+		for _, n := range topology.PodHoldings(pod, workload.PodProduct(&pod.Spec), counting, claims).Whole() {
 			gpus += n
 		}
 		if gpus == 0 {

@@ -1,6 +1,6 @@
 // Package inventory reads what exists in a cluster, from a snapshot file or
-// a live API server: the Nodes, Namespaces and Pods a cluster state is
-// built from, the governed owners decided beside the pods, and a shared
+// a live API server: the Nodes, Namespaces, Pods and DRA ResourceClaims a
+// cluster state is built from, the governed owners decided beside the pods, and a shared
 // quota ledger's TenantLedgers. mandate audit, explain, report and the
 // authority metrics all stand on it; none of them owns it.
 package inventory
@@ -10,11 +10,13 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -22,6 +24,7 @@ var (
 	nodeGVK      = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	podGVK       = workload.PodGVK
+	claimGVK     = resourcev1.SchemeGroupVersion.WithKind("ResourceClaim")
 )
 
 // Inventory is what exists in a cluster: the Nodes, Namespaces and Pods the
@@ -34,6 +37,9 @@ type Inventory struct {
 	Namespaces []*unstructured.Unstructured
 	Pods       []*unstructured.Unstructured
 	Owners     []*unstructured.Unstructured
+	// Claims are the DRA ResourceClaims (resource.k8s.io/v1), whose
+	// devices the pods that reference them hold (ClaimLookup).
+	Claims []*unstructured.Unstructured
 	// Ledgers are the TenantLedger objects of a shared quota ledger: the
 	// reservations admitted workloads hold before their pods are seen.
 	Ledgers []*unstructured.Unstructured
@@ -48,6 +54,8 @@ type Inventory struct {
 	countedOnly bool
 	// held: the Facts and Nodes were given (ListCountedHeld), not listed.
 	held bool
+	// claims are Claims typed, by namespace/name (ClaimLookup).
+	claims map[string]*resourcev1.ResourceClaim
 }
 
 // CountedOnly says the inventory holds its pods as what the cluster state
@@ -76,6 +84,28 @@ func (inv *Inventory) EachPod(fn func(*corev1.Pod) error) error {
 	return nil
 }
 
+// ClaimLookup resolves the inventory's DRA ResourceClaims
+// (topology.ClaimLookup): what a pod holds of them is read through
+// topology.PodHoldings. A malformed claim is an error.
+func (inv *Inventory) ClaimLookup() (topology.ClaimLookup, error) {
+	if inv.claims == nil {
+		inv.claims = make(map[string]*resourcev1.ResourceClaim, len(inv.Claims))
+		for _, obj := range inv.Claims {
+			c := &resourcev1.ResourceClaim{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, c); err != nil {
+				inv.claims = nil
+				return nil, fmt.Errorf("malformed ResourceClaim %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+			}
+			inv.claims[c.Namespace+"/"+c.Name] = c
+		}
+	}
+	claims := inv.claims
+	return func(namespace, name string) (*resourcev1.ResourceClaim, bool) {
+		c, ok := claims[namespace+"/"+name]
+		return c, ok
+	}, nil
+}
+
 // Add files one object by kind; kinds Mandate does not govern or need are
 // ignored.
 func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
@@ -87,6 +117,9 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 		inv.Namespaces = append(inv.Namespaces, obj)
 	case gvk == podGVK:
 		inv.Pods = append(inv.Pods, obj)
+	case gvk == claimGVK:
+		inv.Claims = append(inv.Claims, obj)
+		inv.claims = nil
 	case isGangOwner(gvk):
 		inv.Owners = append(inv.Owners, obj)
 	case gvk == cluster.TenantLedgerGVK:
@@ -96,7 +129,7 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 }
 
 // ReadSnapshot reads a snapshot file: what `kubectl get
-// nodes,namespaces,pods,jobs,pytorchjobs,vcjobs -A -o yaml` prints (a List
+// nodes,namespaces,pods,resourceclaims,jobs,pytorchjobs,vcjobs -A -o yaml` prints (a List
 // or multi-document YAML or JSON), the format `mandate eval --cluster`
 // reads too (it ignores the owners).
 func ReadSnapshot(path string) (*Inventory, error) {

@@ -37,9 +37,9 @@ func ListKubeconfig(ctx context.Context, path, kubeContext string) (*Inventory, 
 	return List(ctx, c, "cluster "+cfg.Host)
 }
 
-// List reads the inventory from an API server: every Node, Namespace and
-// Pod (the whole cluster, since usage and free capacity are cluster-wide),
-// every governed workload kind, and the shared quota ledger's TenantLedger
+// List reads the inventory from an API server: every Node, Namespace, Pod
+// and DRA ResourceClaim (the whole cluster, since usage and free capacity
+// are cluster-wide), every governed workload kind, and the shared quota ledger's TenantLedger
 // objects. A kind whose CRD is not installed is skipped with a note, not an
 // error.
 func List(ctx context.Context, c client.Reader, source string) (*Inventory, error) {
@@ -94,7 +94,7 @@ func strippedNode(n *corev1.Node) (*unstructured.Unstructured, error) {
 func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, error) {
 	log := ctrl.LoggerFrom(ctx)
 	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, workload.GangOwners()...)
-	kinds = append(kinds, cluster.TenantLedgerGVK)
+	kinds = append(kinds, claimGVK, cluster.TenantLedgerGVK)
 	for _, gvk := range kinds {
 		var n int
 		var err error
@@ -123,6 +123,11 @@ func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, err
 			n, err = listAll(ctx, c, gvk, inv)
 		}
 		if err != nil {
+			if gvk == claimGVK && apierrors.IsForbidden(err) {
+				// Without them, pods count their extended resources only.
+				inv.Notes = append(inv.Notes, fmt.Sprintf("%s skipped: not allowed to list them (the devices of DRA claims not counted): %v", gvk.Kind, err))
+				continue
+			}
 			if gvk == cluster.TenantLedgerGVK && apierrors.IsForbidden(err) {
 				// Reservations only add to the report; a reader that may
 				// not list them sees what pods hold.

@@ -226,7 +226,9 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 // pod again when a claim it holds changes.
 type podInput struct {
 	name, namespace string
-	// own is the pod's GPUs without its claims' devices (podDemand).
+	// own is the pod's GPUs without its claims' devices
+	// (topology.PodHoldings without a claim lookup: the ledger counts the
+	// claims it is told of, UpsertClaim, each once).
 	own      map[string]int
 	share    topology.Share
 	terminal bool
@@ -244,11 +246,14 @@ type podInput struct {
 }
 
 func inputOf(pod *corev1.Pod, mem topology.GPUMemory) *podInput {
-	own, share := podDemand(pod, mem)
-	in := &podInput{name: pod.Name, namespace: pod.Namespace, own: own, share: share,
+	// A gpu-memory share is mapped with the product the pod asks for, as
+	// admission counted it, else as the whole device it occupies.
+	product := workload.PodProduct(&pod.Spec)
+	h := topology.PodHoldings(pod, product, topology.Counting{GPUMemory: mem}, nil)
+	in := &podInput{name: pod.Name, namespace: pod.Namespace, own: h.GPUs, share: h.Share,
 		terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
 		class:    pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
-		product: workload.PodProduct(&pod.Spec), node: pod.Spec.NodeName,
+		product: product, node: pod.Spec.NodeName,
 		keys: reservationKeys(pod), reservation: pod.Annotations[workload.AnnotationReservation]}
 	if c := GangOwnerOf(pod); c != nil {
 		in.owner = c.UID

@@ -1,63 +1,31 @@
 package ledger
 
 import (
-	"strings"
-
 	"github.com/mandate-dev/mandate/topology"
 )
 
-// productSep joins a GPU resource and a GPU product in a usage key. Neither
-// a resource name (a qualified name) nor a label value may contain it.
-const productSep = "@"
-
 // ProductKey is the usage and reservation key of resource's GPUs of one
 // GPU product (the node label nvidia.com/gpu.product):
-// "nvidia.com/gpu@NVIDIA-H100-80GB-HBM3". The ledger counts a pod's GPUs
-// under the resource's key (every product together) and, when the pod has
-// a product, under this key too, so input.usage answers both the
-// resource's quota and each product's.
-func ProductKey(resource, product string) string {
-	return resource + productSep + product
-}
+// "nvidia.com/gpu@NVIDIA-H100-80GB-HBM3" (topology.ProductKey, the one
+// key scheme). The ledger counts a pod's GPUs under the resource's key
+// (every product together) and, when the pod has a product, under this
+// key too, so input.usage answers both the resource's quota and each
+// product's.
+func ProductKey(resource, product string) string { return topology.ProductKey(resource, product) }
 
 // IsProductKey says whether a usage key is a ProductKey, of whole GPUs or
 // of shared ones (a ProductKey's SharedKey).
-func IsProductKey(key string) bool {
-	key, _ = strings.CutSuffix(key, MilliSuffix)
-	return strings.Contains(key, productSep)
-}
+func IsProductKey(key string) bool { return topology.IsProductKey(key) }
 
-// productKeyOf is the key under which key's GPUs count for product: the
-// resource's ProductKey, and for shared demand (SharedKey) that
-// ProductKey's SharedKey, so a product's quota counts the fractions and
-// GPU memory its devices are shared by (folded into whole GPUs like the
-// resource's); "" for a key that is a product's already.
-func productKeyOf(key, product string) string {
-	base, shared := strings.CutSuffix(key, MilliSuffix)
-	if strings.Contains(base, productSep) {
-		return ""
-	}
-	if shared {
-		return SharedKey(ProductKey(base, product))
-	}
-	return ProductKey(base, product)
-}
+// productKeyOf is the key under which key's GPUs count for product
+// (topology.ProductKeyOf); "" for a key that is a product's already.
+func productKeyOf(key, product string) string { return topology.ProductKeyOf(key, product) }
 
 // WithProduct returns gpus (GPUs per resource) with, when product is set,
 // the same GPUs under each resource's ProductKey: what a workload of that
-// product reserves and what its pods consume.
+// product reserves and what its pods consume (topology.WithProduct).
 func WithProduct(gpus map[string]int, product string) map[string]int {
-	out := make(map[string]int, 2*len(gpus))
-	for res, n := range gpus {
-		out[res] += n
-		if product == "" {
-			continue
-		}
-		if k := productKeyOf(res, product); k != "" {
-			out[k] += n
-		}
-	}
-	return out
+	return topology.WithProduct(gpus, product)
 }
 
 // SetNodeProduct records the GPU product of a node ("" for none or a

@@ -3,10 +3,7 @@ package ledger
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/mandate-dev/mandate/topology"
-	"github.com/mandate-dev/mandate/workload"
 )
 
 // MilliSuffix marks, in the ledger's GPU maps (pods and reservations), a
@@ -18,24 +15,6 @@ const MilliSuffix = topology.SharedSuffix
 
 // SharedKey is the ledger key of shared demand for resource, in milli-GPUs.
 func SharedKey(resource string) string { return topology.SharedKey(resource) }
-
-// podDemand is what a pod counts: its GPU extended resources as the
-// scheduler computes them, plus its KAI-shared share in milli-GPUs (a
-// gpu-fraction times its devices; a gpu-memory slice as its memory's share
-// of the device memory mem gives for the product the pod asks for, as
-// admission counted it, else as the whole device it occupies). share is
-// what the pod shares, zero when nothing.
-func podDemand(pod *corev1.Pod, mem topology.GPUMemory) (gpus map[string]int, share topology.Share) {
-	gpus = topology.PodGPURequests(pod)
-	share, ok := topology.PodShare(pod.Annotations, workload.PodProduct(&pod.Spec), mem)
-	if ok {
-		if gpus == nil {
-			gpus = map[string]int{}
-		}
-		gpus[SharedKey(topology.SharedResource)] += share.Total()
-	}
-	return gpus, share
-}
 
 // remapMemory counts a gpu-memory pod's share again under mem (a new
 // authority model), as its memory's share of the device memory of the

@@ -101,6 +101,12 @@ func (m Model) DeviceResource(class string) (string, bool) {
 	return r, ok
 }
 
+// Counting is what counting a pod's GPUs (topology.PodHoldings) reads of
+// the model: its GPU device memory and its DRA DeviceClass mapping.
+func (m Model) Counting() topology.Counting {
+	return topology.Counting{GPUMemory: m.GPUMemoryMiB, DeviceResource: m.DeviceResource}
+}
+
 // Health says which nodes are unhealthy and so leave the fit: a node label
 // (e.g. nvidia.com/gpu.health=unhealthy, set by GPU health checks) and node
 // condition types (e.g. GPUThermalThrottling or XID errors published by a

@@ -21,10 +21,7 @@ func (s *Service) HoldOf(obj *unstructured.Unstructured) (ledger.Hold, bool) {
 	if !governed || obj.GroupVersionKind() == workload.PodGVK {
 		return ledger.Hold{}, false
 	}
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && workload.IsGangOwner(ref) {
-		// A link of a gang (a JobSet's Job, a LeaderWorkerSet's
-		// StatefulSet): the gang's root holds, and its pods count against
-		// the root (workload.AnnotationGangOwner).
+	if isLink(obj) {
 		return ledger.Hold{}, false
 	}
 	d, admitted, err := scheduler.RecordedDirectives(obj.GetAnnotations())
@@ -77,4 +74,18 @@ func demandOf(w workload.Workload) map[string]int {
 		gpus = map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
 	}
 	return ledger.WithProduct(gpus, w.GPUProduct)
+}
+
+// isLink says whether obj is a link of a gang rather than its root (a
+// JobSet's Job, a LeaderWorkerSet's StatefulSets, the worker StatefulSet
+// a leader pod controls): its controller is a gang kind, or Mandate named
+// its gang on it (workload.AnnotationGangOwner, which it strips from an
+// object decided on its own). The gang's root holds, and the link's pods
+// count against the root.
+func isLink(obj *unstructured.Unstructured) bool {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && workload.IsGangOwner(ref) {
+		return true
+	}
+	_, named := obj.GetAnnotations()[workload.AnnotationGangOwner]
+	return named
 }

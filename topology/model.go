@@ -25,8 +25,15 @@ type Model struct {
 	// bound pods refer to before (or after) the node itself is known.
 	nodes map[string]*nodeState
 	// pods holds the pods that currently take GPUs on a node, by
-	// namespace/name. Other pods are not kept.
+	// namespace/name, and the allocated DRA claims, by claimPodKey. Other
+	// pods are not kept.
 	pods map[string]podState
+	// claims are the allocated DRA claims that hold counted devices, by
+	// namespace/name; holders the bound pods holding each claim (pod key →
+	// node), podClaims the claims each bound pod holds (model_claims.go).
+	claims    map[string]*modelClaim
+	holders   map[string]map[string]string
+	podClaims map[string][]string
 	// domains[i] holds the level-i domains that have GPU capacity, by key.
 	domains []map[string]*domState
 	// aggs holds, per (resource, product), the cluster totals and the level
@@ -76,10 +83,14 @@ func NewModel(cfg Config) (*Model, error) {
 		levelIdx: make(map[string]int, len(cfg.Levels)),
 		nodes:    make(map[string]*nodeState),
 		pods:     make(map[string]podState),
-		domains:  make([]map[string]*domState, len(cfg.Levels)),
-		aggs:     make(map[aggKey]*aggView),
-		cluster:  make(map[aggKey]*domAgg),
-		edit:     1,
+
+		claims:    make(map[string]*modelClaim),
+		holders:   make(map[string]map[string]string),
+		podClaims: make(map[string][]string),
+		domains:   make([]map[string]*domState, len(cfg.Levels)),
+		aggs:      make(map[aggKey]*aggView),
+		cluster:   make(map[aggKey]*domAgg),
+		edit:      1,
 	}
 	for i, l := range cfg.Levels {
 		m.levelIdx[l.Name] = i
@@ -109,47 +120,49 @@ func (m *Model) DeleteNode(name string) {
 }
 
 // UpsertPod adds or updates a pod. Only a pod bound to a node (spec.nodeName)
-// and not terminal (Succeeded, Failed) takes GPUs; it may arrive before its
-// node and counts once the node is known.
+// and not terminal (Succeeded, Failed) takes GPUs (PodHoldings: its
+// extended resources and KAI share; the devices of its DRA claims count
+// by the claim, UpsertClaim); it may arrive before its node and counts
+// once the node is known.
 func (m *Model) UpsertPod(pod *corev1.Pod) {
 	if pod == nil {
 		return
 	}
-	var next podState
+	key := pod.Namespace + "/" + pod.Name
 	bound := pod.Spec.NodeName != "" && !podTerminal(pod)
+	var claims []string
 	if bound {
-		if req := podGPURequests(pod); req != nil {
-			next = podState{node: pod.Spec.NodeName, req: CountsOf(req)}
+		for _, name := range PodClaimNames(pod) {
+			claims = append(claims, pod.Namespace+"/"+name)
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if bound && next.req == nil {
-		next = m.sharedPod(pod)
+	var next podState
+	if bound {
+		next = m.boundPod(pod)
 	}
-	m.setPod(pod.Namespace+"/"+pod.Name, next)
+	m.setPod(key, next)
+	m.setHolder(key, pod.Spec.NodeName, claims)
 }
 
-// sharedPod is what a bound KAI-shared pod takes: its milli-GPUs of the
-// shared resource on its node (see PodShare), zero when it shares none.
-// A gpu-memory pod's share is mapped with its node's product when the
-// node is known, else the product it asks for. The caller holds mu.
-func (m *Model) sharedPod(pod *corev1.Pod) podState {
-	if len(pod.Annotations) == 0 {
+// boundPod is what a bound pod takes on its node (PodHoldings without
+// its claims). A gpu-memory pod's share is mapped with its node's product
+// when the node is known, else the product it asks for. The caller holds
+// mu.
+func (m *Model) boundPod(pod *corev1.Pod) podState {
+	product := ""
+	if len(pod.Annotations) > 0 {
+		product = pod.Spec.NodeSelector[m.rules.productLabel]
+		if st := m.nodes[pod.Spec.NodeName]; st != nil && st.info != nil && st.info.product != "" {
+			product = st.info.product
+		}
+	}
+	h := PodHoldings(pod, product, Counting{GPUMemory: m.rules.gpuMemory}, nil)
+	if len(h.GPUs) == 0 {
 		return podState{}
 	}
-	product := pod.Spec.NodeSelector[m.rules.productLabel]
-	if st := m.nodes[pod.Spec.NodeName]; st != nil && st.info != nil && st.info.product != "" {
-		product = st.info.product
-	}
-	share, ok := PodShare(pod.Annotations, product, m.rules.gpuMemory)
-	if !ok {
-		return podState{}
-	}
-	return podState{
-		node: pod.Spec.NodeName, req: Counts{{Resource: sharedGPUKey, N: share.Total()}},
-		memMiB: share.MemMiB, devices: share.Devices,
-	}
+	return podState{node: pod.Spec.NodeName, req: CountsOf(h.GPUs), memMiB: h.Share.MemMiB, devices: h.Share.Devices}
 }
 
 // remapMemory maps a gpu-memory pod's share again under m's Config (its
@@ -166,15 +179,19 @@ func (m *Model) remapMemory(st podState) podState {
 	if dev, ok := m.rules.gpuMemory.DeviceMiB(SharedResource, product); ok {
 		milli = MemoryMilli(st.memMiB, dev)
 	}
-	st.req = Counts{{Resource: sharedGPUKey, N: st.devices * milli}}
+	req := st.req.Map()
+	req[sharedGPUKey] = st.devices * milli
+	st.req = CountsOf(req)
 	return st
 }
 
 // DeletePod removes a pod.
 func (m *Model) DeletePod(namespace, name string) {
+	key := namespace + "/" + name
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.setPod(namespace+"/"+name, podState{})
+	m.setPod(key, podState{})
+	m.setHolder(key, "", nil)
 }
 
 // Snapshot returns an immutable view of the model now, safe to query from
@@ -308,7 +325,7 @@ func (m *Model) changed() {
 }
 
 // Reconfigure returns a new Model for cfg (new levels: a new authority
-// model) holding the given nodes and every pod m holds. m is left as it
+// model) holding the given nodes and every pod and claim m holds. m is left as it
 // is; the caller swaps the two while no event can reach m.
 func (m *Model) Reconfigure(cfg Config, nodes []*corev1.Node) (*Model, error) {
 	next, err := NewModel(cfg)
@@ -317,6 +334,10 @@ func (m *Model) Reconfigure(cfg Config, nodes []*corev1.Node) (*Model, error) {
 	}
 	m.mu.Lock()
 	pods := maps.Clone(m.pods)
+	next.claims, next.podClaims = maps.Clone(m.claims), maps.Clone(m.podClaims)
+	for c, h := range m.holders {
+		next.holders[c] = maps.Clone(h)
+	}
 	m.mu.Unlock()
 	for _, n := range nodes {
 		next.UpsertNode(n)

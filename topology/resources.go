@@ -12,10 +12,20 @@ const DefaultGPUResource = "nvidia.com/gpu"
 // migPrefix starts every MIG profile resource (nvidia.com/mig-1g.10gb, …).
 const migPrefix = "nvidia.com/mig-"
 
+// SharedReplicaSuffix ends the name a device plugin advertises time-sliced
+// (or MPS-shared) replicas of a GPU resource under when it renames them
+// (the NVIDIA device plugin's renameByDefault): nvidia.com/gpu.shared,
+// nvidia.com/mig-1g.10gb.shared. Each replica is a GPU resource of its
+// own, counted and given quota under that name.
+const SharedReplicaSuffix = ".shared"
+
 // IsGPUResource reports whether name is an extended resource the model counts
 // as GPU capacity: nvidia.com/gpu, a MIG profile nvidia.com/mig-<profile>, or
-// amd.com/gpu.
+// amd.com/gpu, or the time-sliced replicas of one (<name>.shared). It is the
+// one list of GPU resource names: nodes' capacity, pods' holdings
+// (PodHoldings), admission and the model checker all read it.
 func IsGPUResource(name string) bool {
+	name = strings.TrimSuffix(name, SharedReplicaSuffix)
 	switch name {
 	case "nvidia.com/gpu", "amd.com/gpu":
 		return true

@@ -25,7 +25,7 @@ const maxSharedDevices = 1024
 //
 // "#" is in neither a resource name (a qualified name) nor a label value
 // (a GPU product), and not the "@" that joins a resource and a product
-// (ledger.ProductKey): a product's shared demand is
+// (ProductKey): a product's shared demand is
 // "nvidia.com/gpu@NVIDIA-H100-80GB-HBM3#milli", and no product name can
 // make its key read as shared demand, or the reverse.
 const SharedSuffix = "#milli"

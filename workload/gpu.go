@@ -13,9 +13,6 @@ import (
 	"github.com/mandate-dev/mandate/topology"
 )
 
-// defaultGPUResource is what a KAI fractional pod occupies a device of.
-const defaultGPUResource = "nvidia.com/gpu"
-
 // podGPU is what one pod of a template asks for.
 type podGPU struct {
 	Resource string  // empty for a CPU-only pod
@@ -122,7 +119,7 @@ func withSharing(got podGPU, annotations map[string]string, field string) (podGP
 	if got.Resource != "" {
 		return podGPU{}, invalidf("%s asks for %d %s and for a shared GPU: use one or the other", podField(field), got.Count, got.Resource)
 	}
-	out := podGPU{Resource: defaultGPUResource, Count: 1}
+	out := podGPU{Resource: topology.SharedResource, Count: 1}
 	if hasFraction {
 		f, err := strconv.ParseFloat(fraction, 64)
 		if err != nil || math.IsNaN(f) || f <= 0 || f >= 1 {

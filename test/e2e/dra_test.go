@@ -15,10 +15,12 @@ import (
 
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 const (
@@ -189,8 +191,10 @@ func TestRunningDRAPodsHoldTheGuarantee(t *testing.T) {
 			t.Fatalf("pod %s (%d of the guarantee's %d GPUs) has mandate.dev/preemptible=%q, want false", name, 8*(i+1), guarantee, got)
 		}
 		// What a DRA driver and the scheduler would do: allocate the
-		// claim's 8 devices, and run the pod.
-		cl.Status.Allocation = &resourcev1.AllocationResult{}
+		// claim's 8 devices on a node, and run the pod.
+		cl.Status.Allocation = &resourcev1.AllocationResult{NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fixtures.GPUNode(i).Name}}},
+		}}}}
 		for d := range 8 {
 			cl.Status.Allocation.Devices.Results = append(cl.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
 				Request: "gpus", Driver: "gpu.nvidia.com", Pool: "gpu-node-0", Device: fmt.Sprintf("gpu-%d", d)})
@@ -211,6 +215,31 @@ func TestRunningDRAPodsHoldTheGuarantee(t *testing.T) {
 	})
 	if got := nonPreemptible(); got != guarantee {
 		t.Fatalf("after the window two running 8-GPU DRA pods count %d non-preemptible GPUs, want %d", got, guarantee)
+	}
+
+	// The allocated devices occupy their nodes, and a listing of the
+	// cluster (what audit, explain and the report read) holds them too.
+	free, err := s.srv.State.Snapshot().Place(topology.Request{Pods: 1, GPUsPerPod: 1, Resource: "nvidia.com/gpu"})
+	if err != nil || free.ClusterFree != 64-guarantee {
+		t.Errorf("the cluster model has %d of 64 GPUs free (%v), want %d: the allocated claims occupy their nodes", free.ClusterFree, err, 64-guarantee)
+	}
+	inv, err := inventory.List(ctx, c, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := inv.ClaimLookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	if err := inv.EachPod(func(p *corev1.Pod) error {
+		held += topology.PodHoldings(p, "", s.srv.Evaluator.Model().Counting(), claims).GPUs["nvidia.com/gpu"]
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if held != guarantee {
+		t.Errorf("the listed pods hold %d GPUs through their listed claims, want %d", held, guarantee)
 	}
 
 	claim("dra-c")
