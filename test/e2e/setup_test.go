@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,9 +36,14 @@ const mandateNamespace = "mandate-system"
 
 // suite is one API server with Mandate's webhooks registered and served.
 type suite struct {
-	env        *envtest.Env
+	env *envtest.Env
+	// srv is the first (or only) replica.
 	srv        *app.Server
 	healthAddr string
+	// replicas are every replica serving the webhooks, srv first; proxy
+	// spreads the API server's calls over them (nil with one replica).
+	replicas []*app.Server
+	proxy    *roundRobin
 }
 
 func freePort(t *testing.T) int {
@@ -68,6 +74,11 @@ type startOptions struct {
 	config func(*config.Serve)
 	// decisions writes the decision log; nil writes none.
 	decisions *decisionlog.Logger
+	// replicas, when more than 1, runs that many replicas as the chart
+	// does (shared quota ledger, the API server's client certificate
+	// required, one Lease for each elected loop), each on its own port
+	// behind a round-robin TCP proxy on the registered webhook address.
+	replicas int
 }
 
 // startWith is start with startOptions.
@@ -77,6 +88,12 @@ func startWith(t *testing.T, so startOptions) *suite {
 	ctrl.SetLogger(log)
 
 	port := freePort(t)
+	var proxy *roundRobin
+	if so.replicas > 1 {
+		proxy = listenRoundRobin(t)
+		port = proxy.port()
+		so.env = append(so.env, envtest.WithWebhookClientCert())
+	}
 	mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
 		// envtest fills in the CA bundle of the serving certificate it
 		// generates for 127.0.0.1.
@@ -96,40 +113,75 @@ func startWith(t *testing.T, so startOptions) *suite {
 	})}, so.env...)...)
 	wio := env.Environment.WebhookInstallOptions
 
-	s := &suite{env: env, healthAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	s := &suite{env: env, proxy: proxy}
 	// Mandate's namespace, as an install has it: the Leases of the elected
 	// loops (authority metrics, scheduler sync) live there.
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mandateNamespace}}); err != nil {
 		t.Fatalf("unable to create namespace %s: %v", mandateNamespace, err)
 	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
-	c := config.Default()
-	c.Webhook = config.Webhook{CertDir: wio.LocalServingCertDir, Host: wio.LocalServingHost, Port: wio.LocalServingPort}
-	c.HealthAddr, c.MetricsAddr, c.Namespace = s.healthAddr, "0", mandateNamespace
-	if so.config != nil {
-		so.config(&c)
-	}
-	srv, err := app.New(ctx, env.Config, c, so.decisions)
-	if err != nil {
-		cancel()
-		t.Fatalf("app.New: %v", err)
-	}
-	s.srv = srv
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("webhook server: %v", err)
+	t.Cleanup(cancel)
+	n := max(so.replicas, 1)
+	var backends []string
+	for range n {
+		c := config.Default()
+		c.Webhook = config.Webhook{CertDir: wio.LocalServingCertDir, Host: wio.LocalServingHost, Port: wio.LocalServingPort}
+		healthAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		c.HealthAddr, c.MetricsAddr, c.Namespace = healthAddr, "0", mandateNamespace
+		if proxy != nil {
+			// What the chart's values set: the shared ledger, and only
+			// the API server may call.
+			c.Webhook.Port = freePort(t)
+			c.Quota.Shared = true
+			c.Webhook.ClientCAFile = writeClientCA(t, env)
+			c.Webhook.ClientCN = envtest.WebhookClientCN
+			backends = append(backends, net.JoinHostPort(c.Webhook.Host, fmt.Sprint(c.Webhook.Port)))
 		}
-	})
-	envtest.WaitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return s.probe("/readyz") == http.StatusOK })
+		if so.config != nil {
+			so.config(&c)
+		}
+		srv, err := app.New(ctx, env.Config, c, so.decisions)
+		if err != nil {
+			t.Fatalf("app.New: %v", err)
+		}
+		if s.srv == nil {
+			s.srv, s.healthAddr = srv, healthAddr
+		}
+		s.replicas = append(s.replicas, srv)
+		done := make(chan error, 1)
+		go func() { done <- srv.Start(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("webhook server: %v", err)
+			}
+		})
+		envtest.WaitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return probe(healthAddr, "/readyz") == http.StatusOK })
+	}
+	if proxy != nil {
+		proxy.serve(backends)
+	}
 	return s
 }
 
+// writeClientCA writes the CA that signs the API server's webhook client
+// certificate into a file serve reads (--client-ca-file).
+func writeClientCA(t *testing.T, env *envtest.Env) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "client-ca.crt")
+	if err := os.WriteFile(path, env.WebhookClientCA.CertPEM, 0o600); err != nil {
+		t.Fatalf("unable to write the webhook client CA: %v", err)
+	}
+	return path
+}
+
 // probe GETs a health endpoint and returns the status (0 when unreachable).
-func (s *suite) probe(path string) int {
-	resp, err := http.Get("http://" + s.healthAddr + path)
+func (s *suite) probe(path string) int { return probe(s.healthAddr, path) }
+
+// probe GETs path of the health address addr and returns the status (0
+// when unreachable).
+func probe(addr, path string) int {
+	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		return 0
 	}
