@@ -120,6 +120,9 @@ func (l *Ledger) setTreeClaims(root string, rs map[string]Reservation) {
 		if !isClaim || r.Owner == "" || now.After(r.Expires) || l.rootOf(r.Tenant) != root {
 			continue
 		}
+		if _, confirmed := l.settling[ClaimKeyPrefix+key]; confirmed || l.storedPod(key) {
+			continue // its pod is counted here: owned, not pending
+		}
 		pending := l.claims[r.Owner]
 		if pending == nil {
 			pending = map[string]claim{}
@@ -140,8 +143,17 @@ func (l *Ledger) confirmClaim(namespace, name, reservation, owner string) {
 	if pending == nil {
 		return
 	}
-	delete(pending, WorkloadKey("v1", "Pod", namespace, name))
-	delete(pending, reservation)
+	for _, key := range []string{WorkloadKey("v1", "Pod", namespace, name), reservation} {
+		c, ok := pending[key]
+		if !ok {
+			continue
+		}
+		delete(pending, key)
+		// Still shared for SettleTime (a replica whose informers lag keeps
+		// holding the slot), never read back as pending here: the pod
+		// counted holds it (owned).
+		l.settling[ClaimKeyPrefix+key] = settled{r: Reservation{Tenant: c.tenant, Owner: owner, Expires: c.expires}, at: l.now()}
+	}
 	if len(pending) == 0 {
 		delete(l.claims, owner)
 	}

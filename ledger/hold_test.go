@@ -153,3 +153,23 @@ func TestHoldMovesWithItsNamespace(t *testing.T) {
 	require.Equal(t, Usage{}, gpuOf(l, "product"))
 	require.Equal(t, 4, gpuOf(l, "vision").Total)
 }
+
+// TestConfirmedClaimIsNotReadBack: a gang pod counted here confirms its
+// claim; the shared ledger still lists the claim for SettleTime, and
+// reading it back must not make it pending again beside the counted pod,
+// or the gang's next pod finds its slots all taken.
+func TestConfirmedClaimIsNotReadBack(t *testing.T) {
+	l := New(testConfig)
+	l.UpsertNamespace(ns("p", "product"))
+	master := WorkloadKey("v1", "Pod", "p", "train-master-0")
+	ok, _ := l.ClaimGangPod("u1", "product", master, 2, time.Minute)
+	require.True(t, ok)
+	shared := l.TreeReservations("org")
+	l.UpsertPod(ownedPod("p", "train-master-0", "train", "u1", 1))
+	require.Contains(t, l.TreeReservations("org"), ClaimKeyPrefix+master, "still shared for lagging replicas")
+	l.SetTreeReservations("org", shared)
+	ok, _ = l.ClaimGangPod("u1", "product", WorkloadKey("v1", "Pod", "p", "train-worker-0"), 2, time.Minute)
+	require.True(t, ok, "the worker takes the second slot: the master counts once")
+	ok, _ = l.ClaimGangPod("u1", "product", WorkloadKey("v1", "Pod", "p", "train-worker-1"), 2, time.Minute)
+	require.False(t, ok, "and no third")
+}
