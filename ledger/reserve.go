@@ -428,10 +428,10 @@ func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 			continue
 		}
 		if l.resolved(key, r) {
-			// Settled here: the hold or the pod counts it.
-			if _, ok := l.settling[key]; !ok {
-				l.settling[key] = settled{r: r, at: now}
-			}
+			// Its object was seen here: the hold or the pod counts it.
+			// Not kept among the settled either: the replica that settled
+			// it shares it for SettleTime, and keeping it here too would
+			// hand it back and forth between replicas for ever.
 			continue
 		}
 		r.GPUs = maps.Clone(r.GPUs)
