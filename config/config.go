@@ -211,8 +211,10 @@ type Evaluation struct {
 
 // Quota configures the quota ledger's reservations.
 type Quota struct {
-	// ConfirmationWindow is how long an admitted workload's reservation
-	// counts before its stored pods confirm it; past it, it is released.
+	// ConfirmationWindow is the backstop of an admission's reservation:
+	// it leaves when its object is seen stored (the workload's hold then
+	// counts it) or a GET finds it never was; past the window it is
+	// released whatever happened.
 	ConfirmationWindow time.Duration `json:"confirmationWindow" yaml:"confirmationWindow" mapstructure:"confirmationWindow"`
 	// Shared keeps the reservations in TenantLedger objects that every
 	// replica commits to (compare-and-swap) and reads, instead of in each
@@ -254,10 +256,11 @@ const (
 	MaxKubeClientQPS = 10000
 )
 
-// DefaultConfirmationWindow is quota.confirmationWindow: long enough for a
-// Job's controller to create its pods after the Job is stored, short
-// enough that a create the API server rejected after Mandate admitted it
-// (or a forged review) delays its tenant by a minute at most.
+// DefaultConfirmationWindow is quota.confirmationWindow: long enough for
+// the informers to see a stored object after an API server outage, short
+// enough that a reservation no replica can check (an object admitted
+// without a name that was never stored) delays its tenant by a minute at
+// most.
 const DefaultConfirmationWindow = time.Minute
 
 // Bounds of quota.confirmationWindow.

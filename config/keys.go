@@ -87,7 +87,7 @@ var Keys = []Key{
 		Usage: "admit what the model would deny, recorded as \"dryrun\" or warned as \"warn\" (a first install's safe mode); \"\" enforces the model's own actions"},
 	{Name: "quota.confirmationWindow", Kind: "a duration", Env: []string{"MANDATE_QUOTA_CONFIRMATION_WINDOW"}, Type: "1s-1h, such as 30s or 2m",
 		Default: DefaultConfirmationWindow, Flag: "confirmation-window",
-		Usage: "how long an admitted workload's GPUs stay reserved before its stored pods confirm them"},
+		Usage: "the backstop of an admission's reservation: it leaves once its object is seen stored or found never stored"},
 	{Name: "kubeClient.qps", Kind: "an integer", Env: []string{"MANDATE_KUBE_CLIENT_QPS"}, Type: "requests per second, 1-10000",
 		Default: DefaultKubeClientQPS, Flag: "kube-api-qps",
 		Usage: "requests per second of serve's client of the API server (client-go's default is 5)"},
