@@ -11,6 +11,10 @@
 #                            Kueue's controller manager, with the webhook
 #                            manifests of the same module beside it as
 #                            kueue-webhooks.yaml; test/envtest/kueue.go runs it)
+#   promtool                 from hack/tools/prometheus
+#                            (github.com/prometheus/prometheus/cmd/promtool;
+#                            test/chart runs `promtool test rules` on the
+#                            chart's PrometheusRule)
 # and copies cert-manager's CRDs out of the github.com/cert-manager/cert-manager
 # module into crds/cert-manager/, Kueue's out of sigs.k8s.io/kueue into
 # crds/kueue/, and the governed workload kinds' (JobSet, LeaderWorkerSet,
@@ -31,7 +35,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|promtool|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -63,9 +67,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | promtool | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -75,7 +79,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue promtool cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -228,6 +232,25 @@ build_kueue() {
 	write_stamp kueue "$stamp"
 }
 
+# build_promtool: Prometheus' rule checker and unit-test runner, stamped as
+# Prometheus' own build does (promu sets common's version package) with the
+# release the module version stands for: Prometheus 3.x is published as
+# v0.3XX.Y for release 3.XX.Y.
+build_promtool() {
+	local mod="$tools_dir/prometheus" version
+	version=$(module_version "$mod" github.com/prometheus/prometheus)
+	local stamp="promtool $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date promtool "$stamp" "$out_dir/promtool"; then
+		log "promtool $version is up to date"
+		return
+	fi
+	local release=${version#v0.}
+	release="${release:0:1}.${release:1}"
+	local ldflags="-X github.com/prometheus/common/version.Version=$release"
+	go_build promtool "$mod" github.com/prometheus/prometheus/cmd/promtool "$ldflags"
+	write_stamp promtool "$stamp"
+}
+
 # copy_module_crds <asset> <module> <version> <folder in the module> <dest> [glob]:
 # copies the files matching glob (default *.yaml) of a folder of a Go module
 # (downloaded from the proxy and verified against the checksum database)
@@ -270,6 +293,7 @@ for asset in "${assets[@]}"; do
 	etcd) build_etcd ;;
 	helm) build_helm ;;
 	kueue) build_kueue ;;
+	promtool) build_promtool ;;
 	cert-manager-crds)
 		copy_module_crds cert-manager-crds github.com/cert-manager/cert-manager "$CERT_MANAGER_VERSION" \
 			deploy/crds "$out_dir/crds/cert-manager"
