@@ -1,10 +1,10 @@
 package chart
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -15,14 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	// Register Mandate's metrics in controller-runtime's registry, as
-	// mandate serve does.
-	_ "github.com/mandate-dev/mandate/authoritymetrics"
-	_ "github.com/mandate-dev/mandate/bundles"
-	_ "github.com/mandate-dev/mandate/webhook"
-)
+	"github.com/mandate-dev/mandate/test/chartqueries"
 
-var metricName = regexp.MustCompile(`\bmandate_[a-z0-9_]+\b`)
+	// Register every metric mandate serve registers in controller-runtime's
+	// registry: the app package is serve's composition root and links
+	// every package that exports one.
+	_ "github.com/mandate-dev/mandate/cmd/mandate/app"
+)
 
 // TestDashboard: with grafana.dashboard.enabled the chart ships
 // dashboards/mandate.json in a ConfigMap Grafana's sidecar picks up; the
@@ -54,19 +53,22 @@ func TestDashboard(t *testing.T) {
 	require.NoError(t, json.Unmarshal(file, &dash), "dashboards/mandate.json")
 	assert.NotEmpty(t, dash.Title)
 	assert.NotEmpty(t, dash.UID)
-	names := map[string]bool{}
 	for _, p := range dash.Panels {
-		if p.Type == "row" {
-			continue
+		if p.Type != "row" {
+			assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title)
 		}
-		if assert.NotEmpty(t, p.Targets, "panel %q has no query", p.Title) {
-			for _, target := range p.Targets {
-				found := metricName.FindAllString(target.Expr, -1)
-				assert.NotEmpty(t, found, "panel %q: query %q names no Mandate metric", p.Title, target.Expr)
-				for _, n := range found {
-					names[n] = true
-				}
-			}
+	}
+	queries, err := chartqueries.DashboardQueries(file)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, q := range queries {
+		found, err := chartqueries.Metrics(q.Expr)
+		if assert.NoError(t, err, q.Source) {
+			assert.NotEmpty(t, found, "%s: query %q names no metric", q.Source, q.Expr)
+		}
+		for _, n := range found {
+			assert.True(t, strings.HasPrefix(n, "mandate_"), "%s: query %q names %s, not a Mandate metric", q.Source, q.Expr, n)
+			names[n] = true
 		}
 	}
 	for _, want := range []string{"mandate_admission_duration_seconds_bucket", "mandate_violations_total",
@@ -74,16 +76,52 @@ func TestDashboard(t *testing.T) {
 		"mandate_idle_gpus", "mandate_stranded_gpus", "mandate_blocked_gpus", "mandate_pending_workloads", "mandate_tenant_gpus"} {
 		assert.True(t, names[want], "the dashboard charts %s", want)
 	}
-	for n := range names {
-		if !registered(n) {
-			t.Errorf("the dashboard queries %s, which Mandate does not register", n)
-		}
-	}
 
 	t.Run("off by default", func(t *testing.T) {
 		for _, o := range render(t, release, namespace) {
 			assert.NotEqual(t, "ConfigMap", o.GetKind(), "no ConfigMap by default: %s", key(o))
 		}
+	})
+}
+
+// TestChartQueries: every PromQL expression the chart ships, the
+// PrometheusRule's alerts and the dashboard's queries (Grafana's variables
+// substituted), parses with Prometheus' parser and names only metrics
+// mandate serve registers. test/e2e's TestObservability checks the same
+// names against a scrape of a running serve.
+func TestChartQueries(t *testing.T) {
+	queries, err := chartqueries.Load(context.Background(), repoRoot(t))
+	require.NoError(t, err)
+	alerts := 0
+	for _, q := range queries {
+		if strings.HasPrefix(q.Source, "alert ") {
+			alerts++
+		}
+		names, err := chartqueries.Metrics(q.Expr)
+		if !assert.NoError(t, err, q.Source) {
+			continue
+		}
+		assert.NotEmpty(t, names, "%s: %q names no metric", q.Source, q.Expr)
+		for _, n := range names {
+			assert.True(t, registered(n), "%s: %q names %s, which mandate serve does not register", q.Source, q.Expr, n)
+		}
+	}
+	assert.Equal(t, 4, alerts, "the PrometheusRule's alerts are all read")
+
+	t.Run("a query that does not parse or names an unknown metric is found", func(t *testing.T) {
+		_, err := chartqueries.Metrics(`sum(rate(mandate_decisions_total[5m])`)
+		assert.Error(t, err, "unbalanced parenthesis")
+		_, err = chartqueries.Metrics(`rate(mandate_decisions_total[$__rate_interval])`)
+		assert.Error(t, err, "a Grafana variable left in place")
+		_, err = chartqueries.Metrics(`sum(rate({__name__=~"mandate_.*"}[5m]))`)
+		assert.Error(t, err, "no metric named")
+		assert.False(t, registered("mandate_no_such_metric"))
+		assert.False(t, registered("mandate_idle_gpu"))
+		_, err = chartqueries.Substitute(`rate(x[$undeclared])`, nil)
+		assert.Error(t, err, "a variable the dashboard does not declare")
+		got, err := chartqueries.Substitute(`rate(x{namespace="$namespace"}[${__rate_interval}])`, []string{"namespace"})
+		require.NoError(t, err)
+		assert.Equal(t, `rate(x{namespace="value"}[1m])`, got)
 	})
 }
 
