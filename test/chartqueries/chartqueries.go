@@ -237,27 +237,51 @@ func Substitute(expr string, dashboardVariables []string) (string, error) {
 	return out, nil
 }
 
-// Metrics parses expr with Prometheus' PromQL parser and returns the
-// metric names its selectors name, sorted and without duplicates. A
-// selector that names no metric (matching on labels only, or on a
-// __name__ pattern) is an error: what it reads cannot be checked.
-func Metrics(expr string) ([]string, error) {
+// Selector is a vector selector of a query: the metric it names and the
+// labels it matches on besides the name.
+type Selector struct {
+	Metric string
+	Labels []string
+}
+
+// Selectors parses expr with Prometheus' PromQL parser and returns its
+// vector selectors. A selector that names no metric (matching on labels
+// only, or on a __name__ pattern) is an error: what it reads cannot be
+// checked.
+func Selectors(expr string) ([]Selector, error) {
 	node, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		return nil, fmt.Errorf("unable to parse %q: %w", expr, err)
 	}
-	seen := map[string]bool{}
+	var out []Selector
 	for _, matchers := range parser.ExtractSelectors(node) {
-		name := ""
+		var sel Selector
 		for _, m := range matchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
-				name = m.Value
+			switch {
+			case m.Name == labels.MetricName && m.Type == labels.MatchEqual:
+				sel.Metric = m.Value
+			case m.Name != labels.MetricName:
+				sel.Labels = append(sel.Labels, m.Name)
 			}
 		}
-		if name == "" {
+		if sel.Metric == "" {
 			return nil, fmt.Errorf("%q: a selector names no metric: %v", expr, matchers)
 		}
-		seen[name] = true
+		out = append(out, sel)
+	}
+	return out, nil
+}
+
+// Metrics are the metric names expr's selectors name (see Selectors),
+// sorted and without duplicates.
+func Metrics(expr string) ([]string, error) {
+	sels, err := Selectors(expr)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, s := range sels {
+		seen[s.Metric] = true
 	}
 	out := make([]string, 0, len(seen))
 	for n := range seen {

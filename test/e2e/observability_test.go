@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/test/chartqueries"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -35,7 +37,9 @@ import (
 // decision log has exactly one line per decision, whose id is the one the
 // API server's audit event recorded for that request; /metrics has the
 // admission histogram by operation, kind and result, the decisions and the
-// violations by dimension and code, and the active revision.
+// violations by dimension and code, and the active revision; and every
+// metric the chart's PrometheusRule and dashboard query is in that scrape,
+// with the labels they match on.
 func TestObservability(t *testing.T) {
 	var lines syncBuffer
 	decisions, err := decisionlog.New(slog.NewJSONHandler(&lines, nil), decisionlog.DefaultOptions())
@@ -212,6 +216,74 @@ spec:
 			delta(before, after, "mandate_decisions_total", map[string]string{"result": "allowed"}),
 			delta(before, after, "mandate_decisions_total", map[string]string{"result": "denied"}), buckets(after, hist))
 	})
+
+	t.Run("the chart's alerts and dashboard query exported metrics", func(t *testing.T) {
+		queries, err := chartqueries.Load(ctx, s.env.RepoRoot)
+		require.NoError(t, err)
+		exported := exportedSeries(scrape(t, metricsAddr))
+		checked := 0
+		for _, q := range queries {
+			sels, err := chartqueries.Selectors(q.Expr)
+			require.NoError(t, err, q.Source)
+			for _, sel := range sels {
+				n := sel.Metric
+				if reason, ok := notYetObserved[n]; ok {
+					assert.NotContains(t, exported, n, "%s is exported here: drop it from notYetObserved (%s)", n, reason)
+					continue
+				}
+				checked++
+				labels, ok := exported[n]
+				if !assert.True(t, ok, "%s: %q names %s, which serve does not export", q.Source, q.Expr, n) {
+					continue
+				}
+				for _, l := range sel.Labels {
+					assert.True(t, labels[l], "%s: %q matches %s on %s, a label it does not have", q.Source, q.Expr, n, l)
+				}
+			}
+		}
+		assert.Positive(t, checked)
+	})
+}
+
+// notYetObserved are the metrics the chart queries that serve registers
+// (test/chart's TestChartQueries checks that) but exports no series of
+// until an event TestObservability does not cause, with that event.
+var notYetObserved = map[string]string{
+	"mandate_shadow_differences_total": "a shadow revision's decision differs from the active one; no shadow is configured here",
+}
+
+// exportedSeries are the series names a scrape holds, as PromQL selects
+// them (a histogram's name_bucket, name_sum and name_count, a summary's
+// name, name_sum and name_count, every other family's name), each with
+// the label names its series carry (le on a histogram's buckets, quantile
+// on a summary's).
+func exportedSeries(families map[string]*dto.MetricFamily) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for name, mf := range families {
+		if len(mf.GetMetric()) == 0 {
+			continue
+		}
+		labels := map[string]bool{}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = true
+			}
+		}
+		with := func(extra string) map[string]bool {
+			l := maps.Clone(labels)
+			l[extra] = true
+			return l
+		}
+		switch mf.GetType() {
+		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+			out[name+"_bucket"], out[name+"_sum"], out[name+"_count"] = with("le"), labels, labels
+		case dto.MetricType_SUMMARY:
+			out[name], out[name+"_sum"], out[name+"_count"] = with("quantile"), labels, labels
+		default:
+			out[name] = labels
+		}
+	}
+	return out
 }
 
 type auditEvent struct {
