@@ -37,8 +37,11 @@ type Loop struct {
 
 var _ manager.Runnable = (*Loop)(nil)
 
-// Start runs until ctx ends.
+// Start runs until ctx ends, then withdraws the report (see Withdraw): ctx
+// ends when serve stops or, under leader election, when this replica loses
+// the Lease while it keeps serving.
 func (l *Loop) Start(ctx context.Context) error {
+	defer Withdraw()
 	log := ctrl.LoggerFrom(ctx).WithName("authoritymetrics")
 	interval := l.Interval
 	if interval <= 0 {

@@ -86,3 +86,21 @@ func Publish(r *clusterreport.Report, unix float64) {
 	unhealthyGPUs.Set(float64(r.UnhealthyGPUs))
 	reportTimestamp.Set(unix)
 }
+
+// Withdraw sets the gauges back to what a replica that never reported
+// exports: 0 and no tenant series. A replica that stopped reporting (it lost
+// the Lease to another) would otherwise keep exporting its last report
+// beside the new leader's, and the alerts and dashboard, which take the
+// maximum over replicas, would read a stale idle or used count for as long
+// as it runs.
+func Withdraw() {
+	tenantGPUs.Reset()
+	for _, d := range Dimensions {
+		pendingWorkloads.WithLabelValues(d).Set(0)
+		blockedGPUs.WithLabelValues(d).Set(0)
+	}
+	idleGPUs.Set(0)
+	strandedGPUs.Set(0)
+	unhealthyGPUs.Set(0)
+	reportTimestamp.Set(0)
+}
