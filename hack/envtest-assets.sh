@@ -242,6 +242,12 @@ PROMTOOL_TAGS=remove_all_sd
 build_promtool() {
 	local mod="$tools_dir/prometheus" version
 	version=$(module_version "$mod" github.com/prometheus/prometheus)
+	# The root module's PromQL parser (test/chartqueries) and promtool are
+	# one Prometheus.
+	local root_version
+	root_version=$(module_version "$repo_root" github.com/prometheus/prometheus)
+	[ "$version" = "$root_version" ] ||
+		die "hack/tools/prometheus requires github.com/prometheus/prometheus $version, go.mod $root_version: keep them equal"
 	local stamp="promtool $version tags=$PROMTOOL_TAGS format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
 	if up_to_date promtool "$stamp" "$out_dir/promtool"; then
 		log "promtool $version is up to date"
