@@ -83,6 +83,11 @@ fuzz: ## Fuzz the workload normaliser, the admission handler and the model check
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.
 	$(GO) test ./evaluator/ -run '^$$' -bench '^BenchmarkReference$$' -benchtime 1x -timeout 30m
 
+.PHONY: bench-simulate
+bench-simulate: ## The simulator's speed, a benchmark: the FGD paper's protocol on the openb trace (1,213 nodes, about 10,800 placements a seed, seeds 42-51) per policy and pod list: seconds a seed, placements a wall second, and the allocation beside the paper's.
+	@uptime
+	$(GO) test ./simulate/fgd/ -run '^$$' -bench '^BenchmarkFGDProtocol$$' -benchtime 1x -count 1 -timeout 30m
+
 .PHONY: bench-admission
 bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
 	$(GO) test ./test/e2e/ -run '^$$' -bench '^BenchmarkAdmissionLedger$$' -benchtime 1000x -timeout 30m

@@ -73,6 +73,17 @@ func (s *State) WatchHolds(ctx context.Context, informers cache.Informers, mappe
 	return nil
 }
 
+// LoadHolds counts the holds of listed workloads (a snapshot's or a live
+// listing's) as the replicas' informers do (WatchHolds): for reports, not
+// for deciding.
+func (s *State) LoadHolds(objs []*unstructured.Unstructured, holdOf HoldOf) {
+	for _, u := range objs {
+		if h, ok := holdOf(u); ok {
+			s.ledger.UpsertHold(ledger.WorkloadKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName()), h)
+		}
+	}
+}
+
 // Defaults of ReleaseUnstored.
 const (
 	// StoredGrace is how long after an admission its object may take to

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mandate-dev/mandate/cluster"
@@ -22,6 +23,7 @@ import (
 	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -161,6 +163,9 @@ func Build(ctx context.Context, inv *inventory.Inventory, sched *explain.Schedul
 			return nil, fmt.Errorf("unable to read the reservations: %w", err)
 		}
 	}
+	// And what admitted workloads hold beyond their pods so far, as the
+	// replicas count it.
+	state.LoadHolds(inv.Owners, func(u *unstructured.Unstructured) (ledger.Hold, bool) { return review.HoldOf(u, o.Model) })
 	withReservations := usageOf(state, o.Model)
 	rep := &Report{Revision: o.Revision, Source: inv.Source, BlockedBy: map[string]int{}, Notes: slices.Clone(inv.Notes)}
 	var gangs []gang

@@ -182,3 +182,47 @@ func TestReportPerProductQuota(t *testing.T) {
 	require.NoError(t, clusterreport.WriteTable(&table, rep))
 	assert.Contains(t, table.String(), "nvidia.com/gpu (NVIDIA-B200)")
 }
+
+// TestReportHolds: an admitted workload whose pods are not there yet (its
+// operator has not made them) holds its GPUs for its whole life, as the
+// replicas count it: reported as reserved, rolled up, until it finishes.
+func TestReportHolds(t *testing.T) {
+	job := `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: late-pods
+  namespace: platform
+  uid: 5e1f
+  generation: 1
+  annotations:
+    mandate.dev/directives: '{"scheduler":"kai","queue":"platform","priorityClass":"build","preemptible":false,"gangMin":1}'
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.example/train:1
+        resources: {limits: {nvidia.com/gpu: 2}}
+`
+	row := func(rep *clusterreport.Report, tenant string) clusterreport.TenantRow {
+		for _, r := range rep.Tenants {
+			if r.Tenant == tenant && r.Resource == "nvidia.com/gpu" {
+				return r
+			}
+		}
+		t.Fatalf("no nvidia.com/gpu row for %s", tenant)
+		return clusterreport.TenantRow{}
+	}
+	held := fixtureReport(t, job)
+	finished := fixtureReport(t, job+`status:
+  conditions:
+  - {type: Complete, status: "True"}
+`)
+	for _, tenant := range []string{"platform", "helix"} {
+		assert.Equal(t, 2, row(held, tenant).Reserved, "%s: the Job's hold of 2, rolled up", tenant)
+		assert.Zero(t, row(finished, tenant).Reserved, "%s: a finished Job holds nothing", tenant)
+	}
+}

@@ -5,18 +5,30 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// HoldOf is the hold of a stored workload (ledger.Hold): what it was
-// admitted to hold, from its recorded directives and its demand now, for
-// as long as it runs. ok is false for an object Mandate did not admit (no
-// recorded directives), a bare pod (it counts itself), or one that does
-// not normalise: it holds nothing. A workload suspended, finished or being
-// deleted, or one whose scheduler owns its quota (Kueue: its pods count
-// once it lets them run), has a hold without GPUs.
+// HoldOf is the hold of a stored workload (ledger.Hold) under the
+// active revision's model: see HoldOf.
 func (s *Service) HoldOf(obj *unstructured.Unstructured) (ledger.Hold, bool) {
+	decider := s.Decider
+	if s.Source != nil {
+		decider = s.Source()
+	}
+	return HoldOf(obj, modelOf(decider))
+}
+
+// HoldOf is the hold of a stored workload (ledger.Hold) under model m
+// (its GPU memory mapping): what it was admitted to hold, from its
+// recorded directives and its demand now, for as long as it runs. ok is
+// false for an object Mandate did not admit (no recorded directives), a
+// bare pod (it counts itself), or a link of a gang (its root holds): it
+// holds nothing. A workload suspended, finished or being deleted, one
+// that does not normalise, or one whose scheduler owns its quota (Kueue:
+// its pods count once it lets them run), has a hold without GPUs.
+func HoldOf(obj *unstructured.Unstructured, m model.Model) (ledger.Hold, bool) {
 	k, governed := workload.Lookup(obj.GroupVersionKind())
 	if !governed || obj.GroupVersionKind() == workload.PodGVK {
 		return ledger.Hold{}, false
@@ -36,15 +48,11 @@ func (s *Service) HoldOf(obj *unstructured.Unstructured) (ledger.Hold, bool) {
 	if obj.GetDeletionTimestamp() != nil || suspended(k, obj) || k.Finished.IsFinished(obj) || scheduler.OwnsQuota(d.Scheduler) {
 		return h, true
 	}
-	w, err := s.normalize(obj)
+	w, err := workload.Normalize(obj)
 	if err != nil {
 		return h, true
 	}
-	decider := s.Decider
-	if s.Source != nil {
-		decider = s.Source()
-	}
-	mapGPUMemory(&w, decider)
+	mapGPUMemory(&w, m)
 	h.GPUs = demandOf(w)
 	return h, true
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
-	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -166,14 +165,10 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 		return Result{}, evaluator.Input{}, fmt.Errorf("unable to decide %s %s/%s: %w", w.Kind, w.Namespace, w.Name, ErrNoPolicy)
 	}
 	// A gpu-memory workload counts its memory's share of a device.
-	w.Notes = append(w.Notes, mapGPUMemory(&w, decider)...)
+	w.Notes = append(w.Notes, mapGPUMemory(&w, modelOf(decider))...)
 	var claimWarnings []string
 	if len(w.Claims) > 0 {
-		var m model.Model
-		if md, ok := decider.(modeled); ok {
-			m = md.Model()
-		}
-		if claimWarnings, err = s.resolveClaims(ctx, &w, m); err != nil {
+		if claimWarnings, err = s.resolveClaims(ctx, &w, modelOf(decider)); err != nil {
 			return Result{}, evaluator.Input{}, fmt.Errorf("%s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 		}
 	}

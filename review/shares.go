@@ -18,13 +18,9 @@ const CodeGPUMemoryUnmapped = "GPU_MEMORY_UNMAPPED"
 // (workload.MapGPUMemory); it returns the warning that says so when the
 // model does not map it and its pods count whole devices. decider is
 // asked for the model when it knows one.
-func mapGPUMemory(w *workload.Workload, decider Decider) []string {
+func mapGPUMemory(w *workload.Workload, m model.Model) []string {
 	if w.GPUMemoryMiB <= 0 {
 		return nil
-	}
-	var m model.Model
-	if md, ok := decider.(modeled); ok {
-		m = md.Model()
 	}
 	if mib, ok := m.GPUMemoryMiB.DeviceMiB(w.GPUResource, w.GPUProduct); ok {
 		w.MapGPUMemory(mib)
@@ -36,6 +32,15 @@ func mapGPUMemory(w *workload.Workload, decider Decider) []string {
 	}
 	return []string{fmt.Sprintf("%s: the authority model's gpuMemoryMiB gives no device memory for%s %s, so each pod's gpu-memory of %d MiB counts as %d whole %s against quota and placement",
 		CodeGPUMemoryUnmapped, product, w.GPUResource, w.GPUMemoryMiB, w.GPUsPerPod, plural(w.GPUsPerPod, "device", "devices"))}
+}
+
+// modelOf is the authority model decider decides with; the zero Model
+// for a decider that does not say (a test's).
+func modelOf(decider Decider) model.Model {
+	if md, ok := decider.(modeled); ok {
+		return md.Model()
+	}
+	return model.Model{}
 }
 
 func plural(n int, one, many string) string {

@@ -1,7 +1,7 @@
 // Command mandate is Mandate's one binary: the admission webhook server
 // (serve, assembled by package app), offline decisions (eval), audits of
 // existing workloads (audit), policy bundles (bundle), checks of the
-// authority model (model) and OPA's CLI with Mandate's builtins (opa). It only wires configuration, logging and
+// authority model (model), offline simulation (simulate) and OPA's CLI with Mandate's builtins (opa). It only wires configuration, logging and
 // subcommands; the logic lives in the top-level packages.
 package main
 
@@ -63,7 +63,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEvalCommand(), newOPACommand(), newServeCommand(), newBundleCommand())
-	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand(), newUninstallCommand(), newModelCommand(), newSyncCommand(), newExplainCommand(), newReportCommand())
+	root.AddCommand(newAuditCommand(), newWebhookConfigurationsCommand(), newVersionCommand(), newUninstallCommand(), newModelCommand(), newSyncCommand(), newExplainCommand(), newReportCommand(), newSimulateCommand())
 	root.Version = buildinfo.Get().Version
 	var version strings.Builder
 	_ = writeVersion(&version, buildinfo.Get())

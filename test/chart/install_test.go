@@ -197,6 +197,37 @@ func TestInstall(t *testing.T) {
 		assert.Equal(t, before, ledgers(), "no hold changed")
 	})
 
+	t.Run("a create the API server rejects after /mutate frees its hold", func(t *testing.T) {
+		// An invalid container name fails the API server's validation,
+		// which runs after the mutating webhooks: Mandate reserved the
+		// pod's GPU in the shared ledger, and a replica's GET must find
+		// the pod never stored and release it.
+		reserved := func(key string) bool {
+			var l unstructured.UnstructuredList
+			l.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind("TenantLedgerList"))
+			require.NoError(t, c.List(ctx, &l))
+			for _, o := range l.Items {
+				text, _, _ := unstructured.NestedString(o.Object, "spec", "reservations")
+				for _, line := range strings.Split(text, "\n") {
+					if strings.HasPrefix(line, key+" ") {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		pod := podIn("platform", "rejected-install", "")
+		pod.Spec.Containers[0].Name = "Bad_Name"
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		key := "/Pod/platform/rejected-install"
+		rejected := time.Now()
+		err := c.Create(ctx, pod)
+		require.True(t, apierrors.IsInvalid(err), "the API server rejects the container name: %v", err)
+		require.True(t, reserved(key), "Mandate reserved the pod's GPU before the API server rejected it")
+		envtest.WaitFor(t, 30*time.Second, "the rejected create's reservation to leave the shared ledger", func() bool { return !reserved(key) })
+		t.Logf("the rejected create's hold was released %s after the create returned", time.Since(rejected).Round(100*time.Millisecond))
+	})
+
 	t.Run("a tenant label is guarded on every namespace", func(t *testing.T) {
 		// A namespace editor who is not a Mandate admin.
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-editor"}, Rules: []rbacv1.PolicyRule{{

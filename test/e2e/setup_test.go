@@ -89,12 +89,18 @@ func startWith(t *testing.T, so startOptions) *suite {
 
 	port := freePort(t)
 	var proxy *roundRobin
+	var timeout int32 // the default
 	if so.replicas > 1 {
 		proxy = listenRoundRobin(t)
 		port = proxy.port()
 		so.env = append(so.env, envtest.WithWebhookClientCert())
+		// A commit through the shared ledger waits for the other
+		// replica's write: on a busy machine that outlasts the default
+		// 3 s, and the API server fails the create (failurePolicy Fail).
+		timeout = int32(min(envtest.Timeout(10*time.Second), 30*time.Second) / time.Second)
 	}
 	mutating, validating := webhook.Configurations(webhook.RegistrationOptions{
+		TimeoutSeconds: timeout,
 		// envtest fills in the CA bundle of the serving certificate it
 		// generates for 127.0.0.1.
 		URL:       fmt.Sprintf("https://127.0.0.1:%d", port),

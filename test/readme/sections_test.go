@@ -40,6 +40,7 @@ var runBy = map[string]string{
 	"## From model to schedulers: `mandate sync`": "TestSyncSection",
 	"## Policy bundles":                           "TestPolicyBundlesSection",
 	"## Installing with Helm":                     "TestHelmSection",
+	"## What-if: `mandate simulate fgd`":          "TestWhatIfFGDSection",
 }
 
 // notRun are the README lines no test runs, exactly as written, with why.
@@ -61,6 +62,7 @@ var synopses = []string{
 	"bin/mandate explain KIND/NAME [-n NS] [--kubeconfig FILE | --snapshot FILE] [-o table|json|yaml]",
 	"kubectl mandate explain KIND/NAME [-n NS]",
 	"bin/mandate report [--kubeconfig FILE | --snapshot FILE] [-o table|json|html]",
+	"bin/mandate simulate fgd --pods FILE --nodes FILE [--policy best-fit|random] [--seeds 42-51] [--inflate 1.3] [-o table|json|yaml]",
 }
 
 // optionalPart is how a synopsis shows an optional flag or value.
@@ -179,6 +181,34 @@ func TestTwoCommandsSection(t *testing.T) {
 		}
 	}
 	assert.True(t, ran, "the section evaluates the examples offline")
+}
+
+// TestWhatIfFGDSection runs the FGD protocol on the trace copied in
+// simulate/testdata, for each policy: it exits 0, and the allocation at
+// 100% and 130% arrived demand is the one the section's table quotes.
+func TestWhatIfFGDSection(t *testing.T) {
+	root := repoRootOf(t)
+	w := newWorkspace(t, root, nil, "simulate/testdata")
+	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## What-if: `mandate simulate fgd`"))
+	want := map[string][]string{
+		"best-fit": {`\n +100% +92\.9% +92\.5% +93\.1%`, `\n +130% +93\.1% +92\.7% +93\.3%`},
+		"random":   {`\n +100% +86\.4% +85\.6% +87\.2%`, `\n +130% +87\.6% +86\.8% +88\.3%`},
+	}
+	ran := map[string]bool{}
+	for _, c := range cmds {
+		out, code := w.run(t, c)
+		require.Zero(t, code, "%s\n%s", c, out)
+		policy := "best-fit"
+		if strings.Contains(c, "--policy random") {
+			policy = "random"
+		}
+		assert.Contains(t, out, "policy "+policy+", seeds 42-51, 1213 nodes, 6212 GPUs")
+		for _, line := range want[policy] {
+			assert.Regexp(t, line, out, "the README's numbers for %s", policy)
+		}
+		ran[policy] = true
+	}
+	assert.Equal(t, map[string]bool{"best-fit": true, "random": true}, ran)
 }
 
 // TestAuthorityModelSection runs the model check and OPA's CLI on a copy of
