@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/test/chartqueries"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -44,8 +45,8 @@ import (
 
 const (
 	modulePath = "github.com/mandate-dev/mandate"
-	chartDir   = "charts/mandate"
-	helmBinary = "bin/k8s/helm"
+	chartDir   = chartqueries.ChartDir
+	helmBinary = chartqueries.HelmBinary
 
 	release   = "mandate"
 	namespace = "mandate-system"

@@ -86,7 +86,9 @@ func RuleFile(ctx context.Context, root string, extra ...string) ([]byte, error)
 	return out, nil
 }
 
-// Rules are the alerting rules of a rule file.
+// Rules are the alerting rules of a rule file, decoded strictly: a field
+// this does not know (keep_firing_for, a recording rule's record) is an
+// error until it is added here.
 type Rules struct {
 	Groups []struct {
 		Name  string `json:"name"`
