@@ -81,6 +81,7 @@ func runServe(ctx context.Context, logs io.Writer, c config.Serve) error {
 	handler := slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})
 	log := logr.FromSlogHandler(leveled(handler, c.LogLevel))
 	ctrl.SetLogger(log)
+	stdLog(leveled(handler, c.LogLevel))
 	ctx = ctrl.LoggerInto(ctx, log)
 	log.Info("starting mandate serve", buildinfo.Get().KeysAndValues()...)
 	if gogc, why := applyGCPercent(c.GCPercent, os.Getenv); why != "" {
