@@ -112,22 +112,25 @@ func (s *State) ReleaseUnstored(ctx context.Context, reader client.Reader, grace
 			return nil
 		case <-t.C:
 		}
-		for _, key := range s.ledger.Unverified(grace) {
-			if err := s.checkStored(ctx, reader, key); err != nil {
-				log.FromContext(ctx).Error(err, "unable to check whether an admitted object was stored", "reservation", key)
+		for _, u := range s.ledger.Unverified(grace) {
+			if err := s.checkStored(ctx, reader, u); err != nil {
+				log.FromContext(ctx).Error(err, "unable to check whether an admitted object was stored", "reservation", u.Key)
 			}
 		}
 	}
 }
 
-// checkStored asks the API server for the object of reservation key (as
+// checkStored asks the API server for the object of reservation u (as
 // ledger.Ledger.Unverified lists it) and releases the reservation when
-// the object is not there.
-func (s *State) checkStored(ctx context.Context, reader client.Reader, key string) error {
+// the object is not there, or not at the generation it was made for. A
+// reservation made again under the same key meanwhile (the workload
+// changed) is not the one asked about and is left alone.
+func (s *State) checkStored(ctx context.Context, reader client.Reader, u ledger.Unstored) error {
+	key := u.Key
 	objKey := strings.TrimPrefix(key, ledger.ClaimKeyPrefix)
 	gvk, namespace, name, ok := parseWorkloadKey(objKey)
 	if !ok {
-		s.ledger.VerifiedStored(key) // nothing to ask for; it expires
+		s.ledger.VerifiedStored(u) // nothing to ask for; it expires
 		return nil
 	}
 	m := &metav1.PartialObjectMetadata{}
@@ -142,12 +145,12 @@ func (s *State) checkStored(ctx context.Context, reader client.Reader, key strin
 		return fmt.Errorf("unable to read %s %s/%s: %w", gvk.Kind, namespace, name, err)
 	}
 	if stored {
-		if want, ok := s.ledger.ReservationGeneration(key); !ok || m.GetGeneration() >= want || key != objKey {
-			s.ledger.VerifiedStored(key)
+		if want, ok := s.ledger.UnstoredGeneration(u); !ok || m.GetGeneration() >= want {
+			s.ledger.VerifiedStored(u)
 			return nil
 		}
 	}
-	release := func() (bool, error) { return s.ledger.ReleaseUnstored(key), nil }
+	release := func() (bool, error) { return s.ledger.ReleaseUnstored(u), nil }
 	if s.shared == nil {
 		_, err := release()
 		return err

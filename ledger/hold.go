@@ -165,86 +165,110 @@ func (l *Ledger) settlePodReservations(key string, in *podInput) {
 	}
 }
 
-// Unverified are the keys of the reservations (and, under ClaimKeyPrefix,
-// of the gang claims) made at least grace ago whose stored object has not
-// been seen nor checked yet: a create the API server refused after
-// Mandate admitted it (an invalid field, another webhook's denial) holds
-// quota until someone asks the API server (VerifiedStored,
-// ReleaseUnstored). Request keys are left out: they name no object to
-// ask for, and expire.
-func (l *Ledger) Unverified(grace time.Duration) []string {
+// Unstored is a reservation or gang claim Unverified lists: its key (a
+// claim's under ClaimKeyPrefix) and when this replica made or first held
+// it, which names that one reservation: a later one under the same key
+// (the workload changed again) is not the one asked about.
+type Unstored struct {
+	Key  string
+	Made time.Time
+}
+
+// Unverified are the reservations (and gang claims) made at least grace
+// ago whose stored object has not been seen nor checked yet: a create the
+// API server refused after Mandate admitted it (an invalid field, another
+// webhook's denial) holds quota until someone asks the API server
+// (VerifiedStored, ReleaseUnstored). Request keys are left out: they name
+// no object to ask for, and expire.
+func (l *Ledger) Unverified(grace time.Duration) []Unstored {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expire()
 	now := l.now()
-	var out []string
+	var out []Unstored
 	for key, r := range l.reserved {
 		if !r.verified && !strings.HasPrefix(key, requestKeyPrefix) && now.Sub(r.made) >= grace {
-			out = append(out, key)
+			out = append(out, Unstored{Key: key, Made: r.made})
 		}
 	}
 	for _, pending := range l.claims {
 		for key, c := range pending {
 			if !c.verified && !strings.HasPrefix(key, requestKeyPrefix) && now.Sub(c.made) >= grace {
-				out = append(out, ClaimKeyPrefix+key)
+				out = append(out, Unstored{Key: ClaimKeyPrefix + key, Made: c.made})
 			}
 		}
 	}
 	return out
 }
 
-// VerifiedStored marks the reservation or claim of key (as Unverified
-// lists it) as stored by the API server: it waits for the informers.
-func (l *Ledger) VerifiedStored(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if name, isClaim := strings.CutPrefix(key, ClaimKeyPrefix); isClaim {
-		for _, pending := range l.claims {
-			if c, ok := pending[name]; ok {
-				c.verified = true
-				pending[name] = c
+// unstored finds the reservation or claim u names, if it is still there
+// (not replaced since). Callers hold the lock.
+func (l *Ledger) unstored(u Unstored) (r *reservation, pending map[string]claim, name string) {
+	if name, isClaim := strings.CutPrefix(u.Key, ClaimKeyPrefix); isClaim {
+		for _, p := range l.claims {
+			if c, ok := p[name]; ok && c.made.Equal(u.Made) {
+				return nil, p, name
 			}
 		}
-		return
+		return nil, nil, ""
 	}
-	if r, ok := l.reserved[key]; ok {
+	if r, ok := l.reserved[u.Key]; ok && r.made.Equal(u.Made) {
+		return r, nil, ""
+	}
+	return nil, nil, ""
+}
+
+// VerifiedStored marks the reservation or claim u (as Unverified lists
+// it) as stored by the API server: it waits for the informers.
+func (l *Ledger) VerifiedStored(u Unstored) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, pending, name := l.unstored(u)
+	switch {
+	case r != nil:
 		r.verified = true
+	case pending != nil:
+		c := pending[name]
+		c.verified = true
+		pending[name] = c
 	}
 }
 
-// ReleaseUnstored drops the reservation or claim of key (as Unverified
-// lists it): the API server never stored its object. It says whether
-// there was one to drop.
-func (l *Ledger) ReleaseUnstored(key string) bool {
+// ReleaseUnstored drops the reservation or claim u (as Unverified lists
+// it) when it is still the one listed: the API server never stored its
+// object. It says whether there was one to drop.
+func (l *Ledger) ReleaseUnstored(u Unstored) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if name, isClaim := strings.CutPrefix(key, ClaimKeyPrefix); isClaim {
-		dropped := false
-		for owner, pending := range l.claims {
-			if _, ok := pending[name]; ok {
-				delete(pending, name)
-				dropped = true
-			}
-			if len(pending) == 0 {
+	r, pending, name := l.unstored(u)
+	switch {
+	case r != nil:
+		l.release(u.Key)
+		return true
+	case pending != nil:
+		delete(pending, name)
+		for owner, p := range l.claims {
+			if len(p) == 0 {
 				delete(l.claims, owner)
 			}
 		}
-		return dropped
+		return true
 	}
-	_, ok := l.reserved[key]
-	l.release(key)
-	return ok
+	return false
 }
 
-// ReservationGeneration is the generation of the stored object the
-// reservation of key was made for (1 for a create), and whether there is
-// one.
-func (l *Ledger) ReservationGeneration(key string) (int64, bool) {
+// UnstoredGeneration is the generation of the stored object the
+// reservation u was made for (1 for a create and for a claim), and
+// whether it is still there.
+func (l *Ledger) UnstoredGeneration(u Unstored) (int64, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	r, ok := l.reserved[key]
-	if !ok {
-		return 0, false
+	r, pending, _ := l.unstored(u)
+	switch {
+	case r != nil:
+		return max(r.Generation, 1), true
+	case pending != nil:
+		return 1, true
 	}
-	return max(r.Generation, 1), true
+	return 0, false
 }

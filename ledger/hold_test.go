@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -133,10 +135,15 @@ func TestUnstoredReservationsAreReleased(t *testing.T) {
 	require.True(t, ok)
 	require.Empty(t, l.Unverified(2*time.Second), "within the grace")
 	now = now.Add(3 * time.Second)
-	require.ElementsMatch(t, []string{rejected, stored, ClaimKeyPrefix + WorkloadKey("v1", "Pod", "p", "w-0")}, l.Unverified(2*time.Second))
-	require.True(t, l.ReleaseUnstored(rejected))
-	l.VerifiedStored(stored)
-	require.True(t, l.ReleaseUnstored(ClaimKeyPrefix+WorkloadKey("v1", "Pod", "p", "w-0")))
+	listed := map[string]Unstored{}
+	for _, u := range l.Unverified(2 * time.Second) {
+		listed[u.Key] = u
+	}
+	claimKey := ClaimKeyPrefix + WorkloadKey("v1", "Pod", "p", "w-0")
+	require.ElementsMatch(t, []string{rejected, stored, claimKey}, slices.Collect(maps.Keys(listed)))
+	require.True(t, l.ReleaseUnstored(listed[rejected]))
+	l.VerifiedStored(listed[stored])
+	require.True(t, l.ReleaseUnstored(listed[claimKey]))
 	require.Empty(t, l.Unverified(2*time.Second))
 	require.Equal(t, 3, gpuOf(l, "product").Total, "the rejected create's 8 GPUs are free")
 	ok, _ = l.ClaimGangPod("u1", "product", WorkloadKey("v1", "Pod", "p", "w-1"), 1, time.Hour)
@@ -172,4 +179,25 @@ func TestConfirmedClaimIsNotReadBack(t *testing.T) {
 	require.True(t, ok, "the worker takes the second slot: the master counts once")
 	ok, _ = l.ClaimGangPod("u1", "product", WorkloadKey("v1", "Pod", "p", "train-worker-1"), 2, time.Minute)
 	require.False(t, ok, "and no third")
+}
+
+// TestUnstoredNamesOneReservation: a reservation listed as unverified and
+// then made again under the same key (the workload changed meanwhile) is
+// not the one a GET answered for: it is neither released nor verified.
+func TestUnstoredNamesOneReservation(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := New(testConfig)
+	l.now = func() time.Time { return now }
+	l.UpsertNamespace(ns("p", "product"))
+	key := WorkloadKey("batch/v1", "Job", "p", "grow")
+	l.Reserve(key, "product", map[string]int{"nvidia.com/gpu": 2}, false, time.Hour)
+	now = now.Add(3 * time.Second)
+	listed := l.Unverified(2 * time.Second)
+	require.Len(t, listed, 1)
+	now = now.Add(time.Millisecond)
+	l.ReserveGeneration(key, "product", map[string]int{"nvidia.com/gpu": 4}, false, 2, time.Hour)
+	_, ok := l.UnstoredGeneration(listed[0])
+	require.False(t, ok, "the change's reservation is another one")
+	require.False(t, l.ReleaseUnstored(listed[0]))
+	require.Equal(t, 4, gpuOf(l, "product").Total, "the change still counts")
 }

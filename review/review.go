@@ -176,6 +176,12 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 	var d evaluator.Decision
 	var reserved cluster.Reservation
 	key := reservationKey(w, req)
+	if generation > 0 && key != "" && w.Name != "" {
+		// A change of a stored workload: its reservation is the hold's
+		// key, whatever request key it was created under, so that it
+		// counts instead of the hold until the stored object shows it.
+		key = ledger.WorkloadKey(w.APIVersion, w.Kind, w.Namespace, w.Name)
+	}
 	// The quota transaction: concurrent admissions never both spend the
 	// same quota. The decision runs outside the tenant tree's lock; its
 	// commit re-checks the quota limits it relied on and calls this again
