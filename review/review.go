@@ -343,7 +343,7 @@ func (s *Service) ChangedTerms(old, cur *unstructured.Unstructured) ([]string, e
 // under its key (its pods consume the reservation) until the stored
 // object shows the change (its next generation), when its hold counts it.
 func (s *Service) ReviewChange(ctx context.Context, old, cur *unstructured.Unstructured, req evaluator.Request) (Result, error) {
-	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()), old.GetGeneration()+1)
+	out, _, err := s.review(ctx, cur, req, string(cur.GetUID()), generationOf(old)+1)
 	if err != nil {
 		return out, err
 	}
@@ -432,4 +432,18 @@ func (s *Service) readTimeout() time.Duration {
 		return s.ReadTimeout
 	}
 	return DefaultReadTimeout
+}
+
+// generationOf is obj's metadata.generation, whether it was decoded by
+// apimachinery (an int64) or straight from a review's JSON (a float64,
+// which Unstructured.GetGeneration reads as 0).
+func generationOf(obj *unstructured.Unstructured) int64 {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	switch g := meta["generation"].(type) {
+	case int64:
+		return g
+	case float64:
+		return int64(g)
+	}
+	return 0
 }
