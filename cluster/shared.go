@@ -159,6 +159,9 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 				return false, nil
 			}
 			flipped = false
+			if r.keeps() {
+				return false, nil
+			}
 			s.ledger.Release(key)
 			return s.stageReservation(tenant, key, r, had), nil
 		})
@@ -174,7 +177,7 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 		before, had := s.ledger.Reservation(key)
 		s.ledger.Release(key)
 		r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
-		if err != nil {
+		if err != nil || r.keeps() {
 			if had {
 				s.ledger.Put(key, before)
 			}

@@ -33,6 +33,12 @@ type Reservation struct {
 	Generation int64
 }
 
+// keeps says whether committing r leaves the reservation already under
+// its key in place: a change of a stored workload (Generation set) that
+// reserves nothing was denied, and must not free what the workload's
+// create reserved while its hold is not seen yet.
+func (r Reservation) keeps() bool { return r.Generation > 0 && len(r.GPUs) == 0 }
+
 // optimisticAttempts is how many decisions of one admission are made
 // outside the tree's lock: when a concurrent reservation flipped a limit
 // the last of them relied on, the next is made under the lock, so every
@@ -151,8 +157,12 @@ func (s *State) DecideExcluding(ctx context.Context, tenant, key, ownerUID strin
 	}
 	redecisions.WithLabelValues(redecideLocked).Inc()
 	defer s.ledger.LockTree(tenant)()
+	before, had := s.ledger.Reservation(key)
 	s.ledger.Release(key)
 	r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
+	if err == nil && r.keeps() && had {
+		s.ledger.Put(key, before)
+	}
 	if err != nil {
 		return err
 	}
@@ -174,7 +184,9 @@ func (s *State) commitLocal(tenant, key, ownerUID string, v View, r Reservation)
 	defer s.ledger.LockTree(tenant)()
 	if len(r.GPUs) == 0 {
 		// Reserving nothing only frees quota: it stands whatever the usage.
-		s.ledger.Release(key)
+		if !r.keeps() {
+			s.ledger.Release(key)
+		}
 		return true
 	}
 	// The re-check, release and reservation are one step of the ledger,

@@ -170,3 +170,25 @@ func TestDecidedAgainWithoutItsOwnReservation(t *testing.T) {
 	}
 	assert.Equal(t, ledger.Usage{Total: 4, NonPreemptible: 4}, s.Usage("product")["product"][gpu])
 }
+
+// TestDeniedChangeKeepsTheCreatesReservation: a change of a stored
+// workload that is denied (reserves nothing) leaves the reservation its
+// create made, which counts until the workload's hold is seen.
+func TestDeniedChangeKeepsTheCreatesReservation(t *testing.T) {
+	s, err := New(defaultModel(t))
+	require.NoError(t, err)
+	key := "batch/Job/ns/grow"
+	require.NoError(t, s.Decide(context.Background(), "product", key, func(v View) (Reservation, error) {
+		r := quotaDecision(v, "product", 8, true)
+		r.GPUs[gpu] = 2
+		return r, nil
+	}))
+	require.NoError(t, s.DecideExcluding(context.Background(), "product", key, "uid-1", func(View) (Reservation, error) {
+		return Reservation{Generation: 2}, nil // denied
+	}))
+	assert.Equal(t, ledger.Usage{Total: 2, NonPreemptible: 2}, s.Usage("product")["product"][gpu], "the create's reservation still counts")
+	require.NoError(t, s.Decide(context.Background(), "product", key, func(View) (Reservation, error) {
+		return Reservation{}, nil // a create decided again and denied: its reservation goes
+	}))
+	assert.Zero(t, s.Usage("product")["product"][gpu].Total)
+}
