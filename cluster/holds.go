@@ -170,13 +170,13 @@ func (s *State) checkStored(ctx context.Context, reader client.Reader, u ledger.
 // parseWorkloadKey reads a ledger.WorkloadKey (group/Kind/namespace/name)
 // of a registered kind.
 func parseWorkloadKey(key string) (schema.GroupVersionKind, string, string, bool) {
-	parts := strings.SplitN(key, "/", 4)
-	if len(parts) != 4 || parts[3] == "" {
-		return schema.GroupVersionKind{}, "", "", false
-	}
-	k, ok := workload.LookupGroupKind(schema.GroupKind{Group: parts[0], Kind: parts[1]})
+	group, kind, namespace, name, ok := ledger.SplitWorkloadKey(key)
 	if !ok {
 		return schema.GroupVersionKind{}, "", "", false
 	}
-	return k.GVK, parts[2], parts[3], true
+	k, ok := workload.LookupGroupKind(schema.GroupKind{Group: group, Kind: kind})
+	if !ok {
+		return schema.GroupVersionKind{}, "", "", false
+	}
+	return k.GVK, namespace, name, true
 }

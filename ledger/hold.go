@@ -132,17 +132,8 @@ func (l *Ledger) settle(key string) {
 // at least as new, a stored workload admitted under that request key.
 // Callers hold the lock.
 func (l *Ledger) resolved(key string, r Reservation) bool {
-	if _, ok := l.settling[key]; ok {
-		return true
-	}
-	if l.storedPod(key) {
-		return true
-	}
-	if h, ok := l.held[key]; ok && max(r.Generation, 1) <= h.generation {
-		return true
-	}
-	_, ok := l.heldRequests[key]
-	return ok
+	_, settled := l.settling[key]
+	return settled || l.storedPod(key) || l.resolvedNow(key, r)
 }
 
 // settlePodReservations settles the reservations a pod just counted

@@ -66,6 +66,16 @@ func WorkloadKey(apiVersion, kind, namespace, name string) string {
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
+// SplitWorkloadKey reads a WorkloadKey back: its group, kind, namespace
+// and name; ok is false for anything else (a RequestKey).
+func SplitWorkloadKey(key string) (group, kind, namespace, name string, ok bool) {
+	parts := strings.SplitN(key, "/", 4)
+	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+		return "", "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], parts[3], true
+}
+
 // podKeyPrefix starts a pod's WorkloadKey; the rest is the ledger's own key
 // of the pod, namespace/name.
 const podKeyPrefix = "/Pod/"

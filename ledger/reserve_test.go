@@ -229,3 +229,15 @@ func TestGangClaimsAreTreeEntries(t *testing.T) {
 	ok, _ = other.ClaimGangPod(owner, "product", RequestKey("p", "r3"), size, time.Minute)
 	require.True(t, ok, "claims the shared ledger no longer holds are gone")
 }
+
+// TestSplitWorkloadKey: a WorkloadKey reads back; a request key does not.
+func TestSplitWorkloadKey(t *testing.T) {
+	g, k, ns, name, ok := SplitWorkloadKey(WorkloadKey("batch/v1", "Job", "p", "train"))
+	require.True(t, ok)
+	require.Equal(t, []string{"batch", "Job", "p", "train"}, []string{g, k, ns, name})
+	_, k, _, _, ok = SplitWorkloadKey(WorkloadKey("v1", "Pod", "p", "a"))
+	require.True(t, ok)
+	require.Equal(t, "Pod", k)
+	_, _, _, _, ok = SplitWorkloadKey(RequestKey("p", "3f1c"))
+	require.False(t, ok)
+}

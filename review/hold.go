@@ -29,7 +29,7 @@ func (s *Service) HoldOf(obj *unstructured.Unstructured) (ledger.Hold, bool) {
 // that does not normalise, or one whose scheduler owns its quota (Kueue:
 // its pods count once it lets them run), has a hold without GPUs.
 func HoldOf(obj *unstructured.Unstructured, m model.Model) (ledger.Hold, bool) {
-	k, governed := workload.Lookup(obj.GroupVersionKind())
+	_, governed := workload.Lookup(obj.GroupVersionKind())
 	if !governed || obj.GroupVersionKind() == workload.PodGVK {
 		return ledger.Hold{}, false
 	}
@@ -45,7 +45,7 @@ func HoldOf(obj *unstructured.Unstructured, m model.Model) (ledger.Hold, bool) {
 	if key := obj.GetAnnotations()[workload.AnnotationReservation]; ledger.IsRequestKey(h.Namespace, key) {
 		h.RequestKey = key
 	}
-	if obj.GetDeletionTimestamp() != nil || suspended(k, obj) || k.Finished.IsFinished(obj) || scheduler.OwnsQuota(d.Scheduler) {
+	if !holdsLive(obj) || scheduler.OwnsQuota(d.Scheduler) {
 		return h, true
 	}
 	w, err := workload.Normalize(obj)
