@@ -64,6 +64,10 @@ type Options struct {
 	// SampleEvery is the time series' step in seconds (default: the
 	// trace's span over 200).
 	SampleEvery float64
+	// Until ends the simulation at this time (seconds; 0: when the last
+	// event has happened): what runs then has not completed, what waits
+	// never started.
+	Until float64
 }
 
 // Run simulates jobs on supply under o, to the end: until every admitted
@@ -138,9 +142,10 @@ type sim struct {
 	nodes     []*corev1.Node
 	nodeIndex map[string]int
 	down      []bool
-	domains   map[string]map[string][]int // node label → value → node indexes
+	domains   map[string]map[string][]int // node label → domain path → node indexes
 	jobs      []*job
 	queue     []*job
+	requeue   []*job // evicted while the queue is being walked
 	events    eventHeap
 	now       float64
 	epoch     int // bumped whenever capacity is freed
@@ -182,13 +187,22 @@ func newSim(jobs []Job, supply Supply, o Options) (*sim, error) {
 		s.nodeIndex[n.Name] = i
 		specs[i] = spec(n)
 		state.UpsertNode(n)
+		// A domain is named by its path, the label values of the levels
+		// down to it joined by '/', as the placement evaluator names it.
+		path := ""
 		for _, l := range o.Model.Topology.Levels {
-			if v, ok := n.Labels[l.NodeLabel]; ok {
-				if s.domains[l.NodeLabel] == nil {
-					s.domains[l.NodeLabel] = map[string][]int{}
-				}
-				s.domains[l.NodeLabel][v] = append(s.domains[l.NodeLabel][v], i)
+			v, ok := n.Labels[l.NodeLabel]
+			if !ok {
+				continue
 			}
+			if path != "" {
+				path += "/"
+			}
+			path += v
+			if s.domains[l.NodeLabel] == nil {
+				s.domains[l.NodeLabel] = map[string][]int{}
+			}
+			s.domains[l.NodeLabel][path] = append(s.domains[l.NodeLabel][path], i)
 		}
 	}
 	s.nodes = supply.Nodes
@@ -253,6 +267,9 @@ func (s *sim) run(ctx context.Context) error {
 			return err
 		}
 		t := s.events.items[0].at
+		if s.o.Until > 0 && t > s.o.Until {
+			break
+		}
 		for nextSample <= t {
 			s.advance(nextSample)
 			s.sample()
@@ -278,8 +295,16 @@ func (s *sim) run(ctx context.Context) error {
 		}
 		s.schedule()
 	}
-	s.advance(nextSample)
-	s.sample()
+	end := s.now
+	if s.o.Until > 0 {
+		end = s.o.Until
+	}
+	for nextSample <= end {
+		s.advance(nextSample)
+		s.sample()
+		nextSample += s.o.SampleEvery
+	}
+	s.advance(end)
 	log.V(1).Info("simulated", "jobs", len(s.jobs), "end", s.now)
 	return nil
 }
@@ -421,6 +446,8 @@ func splitKey(key string) (resource, product string) {
 // priority, with backfill: a job that cannot start does not stop the ones
 // after it.
 func (s *sim) schedule() {
+	s.queue = append(s.queue, s.requeue...)
+	s.requeue = s.requeue[:0]
 	if len(s.queue) == 0 {
 		return
 	}
@@ -453,7 +480,8 @@ func (s *sim) schedule() {
 		kept = append(kept, j)
 	}
 	clear(s.queue[len(kept):])
-	s.queue = kept
+	s.queue = append(kept, s.requeue...)
+	s.requeue = s.requeue[:0]
 }
 
 // shape is what placement depends on: a job of a shape that did not fit
@@ -610,7 +638,7 @@ func (s *sim) evict(j *job, released bool) {
 	a.GPUHoursLost += lost
 	s.stop(j, released)
 	j.state = stateQueued
-	s.queue = append(s.queue, j)
+	s.requeue = append(s.requeue, j)
 }
 
 // mayPreempt says whether j may take victim's GPUs: the victim runs
@@ -647,9 +675,7 @@ func (s *sim) preemptFor(j *job, n int) bool {
 		return victims[a].started > victims[b].started
 	})
 	for k, v := range victims {
-		for _, b := range v.bindings {
-			s.c.Release(v.req, b)
-		}
+		s.unbind(v)
 		if s.place(j, n) {
 			for _, e := range victims[:k+1] {
 				s.evict(e, true)
@@ -658,11 +684,25 @@ func (s *sim) preemptFor(j *job, n int) bool {
 		}
 	}
 	for _, v := range victims {
-		for _, b := range v.bindings {
-			_ = s.c.Bind(v.req, b)
-		}
+		s.rebind(v)
 	}
 	return false
+}
+
+// unbind takes a running job's pods off the nodes and the state for a
+// trial; rebind puts them back as they were.
+func (s *sim) unbind(j *job) {
+	for i, b := range j.bindings {
+		s.c.Release(j.req, b)
+		s.state.DeletePod(j.namespace, podName(j, i))
+	}
+}
+
+func (s *sim) rebind(j *job) {
+	for i, b := range j.bindings {
+		_ = s.c.Bind(j.req, b)
+		s.state.UpsertPod(s.pod(j, i, b))
+	}
 }
 
 func podName(j *job, i int) string { return fmt.Sprintf("%s-%d", j.Name, i) }
