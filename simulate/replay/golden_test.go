@@ -132,6 +132,11 @@ func TestGolden(t *testing.T) {
 	require.Equal(t, 17, r.Series[0].LargestGang)
 	require.Equal(t, map[string]float64{"research-llm": 8, "platform": 5}, r.Series[3].Allocated, "at 1800: b, g and d")
 	require.Equal(t, 4.0, r.Series[3].Stranded)
+	require.Equal(t, 4.0, r.Series[3].Idle, "n0's 4 left by d")
+	require.Equal(t, 0.0, r.Series[3].Down)
+	require.Equal(t, 1800.0, r.Series[3].At)
+	require.Equal(t, "golden", r.Revision)
+	require.Equal(t, PlacementTopology, r.Placement)
 }
 
 // round6 rounds to a millionth: hand-computed hours are thirds.
@@ -151,4 +156,33 @@ func roundCluster(c ClusterStats) ClusterStats {
 	c.AllocatedGPUHours, c.IdleGPUHours, c.StrandedGPUHours = round6(c.AllocatedGPUHours), round6(c.IdleGPUHours), round6(c.StrandedGPUHours)
 	c.DownGPUHours, c.MeanAllocation = round6(c.DownGPUHours), round6(c.MeanAllocation)
 	return c
+}
+
+// TestNodeFailure: one 8-GPU node; a (8 GPUs, train) runs from 0 for
+// 3600 s; the node fails at 1800 and is repaired at 2400. a is stopped at
+// 1800 (8 × 1800 s = 4 GPU-h lost, one preemption counted), waits while
+// the node is down and starts again at 2400, ending at 6000. The decisions
+// see the failed node unhealthy: b, submitted at 2000 for 8 GPUs, is
+// denied TOPOLOGY_NEVER_FITS — no healthy node could ever hold it then.
+// Used 4 + 8 = 12 GPU-h; down 8 × 600 s = 1.333 GPU-h; all GPU-hours
+// 8 × 6000 s = 13.333, so idle 13.333 − 12 − 1.333 = 0; guaranteed 96 ×
+// 6000 s = 160 GPU-h.
+func TestNodeFailure(t *testing.T) {
+	ev := embedded(t)
+	supply := Supply{Nodes: []*corev1.Node{gpuNode("n0", "c0", 8)}}
+	trace := []Job{
+		{Name: "a", Submit: 0, Duration: 3600, Tenant: "research-llm", Pods: 1, GPUsPerPod: 8, PriorityClass: "train"},
+		{Name: "b", Submit: 2000, Duration: 3600, Tenant: "research-llm", Pods: 1, GPUsPerPod: 8, PriorityClass: "train"},
+	}
+	r, err := Run(context.Background(), trace, supply, Options{Decider: ev, Model: ev.Model(), SampleEvery: 600,
+		Events: []NodeEvent{{At: 1800, Node: "n0", Action: ActionFail}, {At: 2400, Node: "n0", Action: ActionRepair}}})
+	require.NoError(t, err)
+	want := []TenantStats{{Tenant: "research-llm", Submitted: 2, Admitted: 1, Denied: 1, DeniedBy: map[string]int{"TOPOLOGY_NEVER_FITS": 1},
+		Completed: 1, GPUHoursUsed: 12, GPUHoursGuaranteed: 160, Preemptions: 1, GPUHoursLost: 4}}
+	require.Equal(t, roundTenants(want), roundTenants(r.Tenants))
+	require.Equal(t, 6000.0, r.End)
+	require.InDelta(t, 8*600/3600.0, r.Cluster.DownGPUHours, 1e-9)
+	require.InDelta(t, 0, r.Cluster.IdleGPUHours, 1e-9)
+	require.Equal(t, 8.0, r.Series[4].Down, "the sample at 2400 is taken before the repair")
+	require.Equal(t, 0.0, r.Series[5].Down)
 }

@@ -14,8 +14,9 @@ import (
 // mapped onto the model reproducibly:
 //
 //   - tenant: the model's leaf tenants (tenants without children) sorted
-//     by name, and the pod's the one at index FNV-1a-32(name) mod their
-//     count: equal shares, the same pod always to the same tenant;
+//     by name, and the pod's the one at index ⌊FNV-1a-32(name) × count /
+//     2³²⌋ (the hash's high bits: sequential names spread): equal shares
+//     on average, the same pod always to the same tenant;
 //   - priority class, from qos, among the classes the tenant may use
 //     (model.AllowedClasses; every tier when its chain lists none):
 //     LS and Guaranteed take the highest-valued class, Burstable the
@@ -42,7 +43,7 @@ func LeafTenants(m model.Model) []string {
 func OpenbTenant(name string, leaves []string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))
-	return leaves[h.Sum32()%uint32(len(leaves))]
+	return leaves[uint64(h.Sum32())*uint64(len(leaves))>>32]
 }
 
 // OpenbClass is the priority class qos maps to for tenant.
