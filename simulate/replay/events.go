@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,19 +112,22 @@ func (s *sim) fail(i int) {
 	if s.down[i] {
 		return
 	}
-	for _, j := range s.jobs {
-		if j.state != stateRunning {
-			continue
-		}
+	var stopped []*job
+	for j := range s.running {
 		for _, b := range j.bindings {
 			if b.Node == i {
-				s.evict(j, false)
+				stopped = append(stopped, j)
 				break
 			}
 		}
 	}
+	sort.Slice(stopped, func(a, b int) bool { return stopped[a].seq < stopped[b].seq })
+	for _, j := range stopped {
+		s.evict(j, false)
+	}
 	s.down[i] = true
 	n := &s.c.Nodes[i]
+	s.downGPUs += float64(n.GPUs)
 	_ = s.c.Bind(blocker(n), blockerBinding(i, n))
 	s.state.UpsertNode(s.healthOf(s.nodes[i], false))
 }
@@ -134,6 +138,7 @@ func (s *sim) repair(i int) {
 	}
 	s.down[i] = false
 	n := &s.c.Nodes[i]
+	s.downGPUs -= float64(n.GPUs)
 	s.c.Release(blocker(n), blockerBinding(i, n))
 	s.state.UpsertNode(s.nodes[i])
 	s.epoch++

@@ -105,12 +105,7 @@ type seriesAcc struct {
 // integrate adds dt hours of the cluster as it is.
 func (a *seriesAcc) integrate(s *sim, dt float64) {
 	allocated := float64(s.c.AllocatedGPUMilli()) / alloc.MilliPerGPU
-	var down float64
-	for i, d := range s.down {
-		if d {
-			down += float64(s.c.Nodes[i].GPUs)
-		}
-	}
+	down := s.downGPUs
 	allocated -= down // a failed node is held by its blocker
 	total := float64(s.c.GPUMilli) / alloc.MilliPerGPU
 	a.alloc += allocated * dt
@@ -129,9 +124,9 @@ func (a *seriesAcc) lastStranded() float64 {
 // sample records the cluster now.
 func (s *sim) sample() {
 	sm := Sample{At: s.now, Allocated: map[string]float64{}}
-	for _, j := range s.jobs {
-		if j.state == stateRunning {
-			sm.Allocated[j.tenant] += float64(j.running()) * j.gpus
+	for t, g := range s.runningGPUs {
+		if g > 1e-9 {
+			sm.Allocated[t] = g
 		}
 	}
 	var waiting []*job

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -143,17 +144,24 @@ type sim struct {
 	nodeIndex map[string]int
 	down      []bool
 	domains   map[string]map[string][]int // node label → domain path → node indexes
-	jobs      []*job
-	queue     []*job
-	requeue   []*job // evicted while the queue is being walked
-	events    eventHeap
-	now       float64
-	epoch     int // bumped whenever capacity is freed
-	usage     map[string]map[string]float64
-	stats     map[string]*tenantAcc
-	guar      *tenantAcc
-	series    seriesAcc
-	namespace map[string]string // namespace → tenant
+	// domainNames are each label's domain paths, sorted.
+	domainNames map[string][]string
+	jobs        []*job
+	queue       []*job
+	requeue     []*job // evicted while the queue is being walked
+	running     map[*job]struct{}
+	// runningGPUs are the GPUs each tenant's running jobs hold (a share
+	// by its fraction); downGPUs those of failed nodes.
+	runningGPUs map[string]float64
+	downGPUs    float64
+	events      eventHeap
+	now         float64
+	epoch       int // bumped whenever capacity is freed
+	usage       map[string]map[string]float64
+	stats       map[string]*tenantAcc
+	guar        *tenantAcc
+	series      seriesAcc
+	namespace   map[string]string // namespace → tenant
 }
 
 func newSim(jobs []Job, supply Supply, o Options) (*sim, error) {
@@ -166,7 +174,7 @@ func newSim(jobs []Job, supply Supply, o Options) (*sim, error) {
 	}
 	s := &sim{o: o, m: o.Model, state: state, nodeIndex: map[string]int{}, domains: map[string]map[string][]int{},
 		usage: map[string]map[string]float64{}, stats: map[string]*tenantAcc{}, guar: newTenantAcc("guaranteed"),
-		namespace: map[string]string{}}
+		namespace: map[string]string{}, running: map[*job]struct{}{}, runningGPUs: map[string]float64{}}
 	s.svc = &review.Service{Decider: o.Decider, State: state}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x73696d))
 	pol := o.Placement
@@ -206,6 +214,10 @@ func newSim(jobs []Job, supply Supply, o Options) (*sim, error) {
 		}
 	}
 	s.nodes = supply.Nodes
+	s.domainNames = map[string][]string{}
+	for label, doms := range s.domains {
+		s.domainNames[label] = slices.Sorted(maps.Keys(doms))
+	}
 	s.down = make([]bool, len(supply.Nodes))
 	if s.c, err = alloc.New(specs); err != nil {
 		return nil, err
@@ -315,11 +327,8 @@ func (s *sim) advance(t float64) {
 		return
 	}
 	dt := (t - s.now) / 3600
-	for _, j := range s.jobs {
-		if j.state == stateRunning {
-			g := float64(j.running()) * j.gpus * dt
-			s.acc(j.tenant).gpuHours += g
-		}
+	for tenant, g := range s.runningGPUs {
+		s.acc(tenant).gpuHours += g * dt
 	}
 	s.series.integrate(s, dt)
 	s.now = t
@@ -516,12 +525,7 @@ func (s *sim) place(j *job, n int) bool {
 			return true
 		}
 	}
-	names := make([]string, 0, len(doms))
-	for v := range doms {
-		names = append(names, v)
-	}
-	sort.Strings(names)
-	for _, v := range names {
+	for _, v := range s.domainNames[j.level] {
 		if s.placeAmong(j, n, doms[v]) {
 			return true
 		}
@@ -609,6 +613,12 @@ func (s *sim) stop(j *job, released bool) {
 
 func (s *sim) count(j *job, sign float64) {
 	g := sign * float64(j.running()) * j.gpus
+	s.runningGPUs[j.tenant] += g
+	if sign > 0 {
+		s.running[j] = struct{}{}
+	} else {
+		delete(s.running, j)
+	}
 	for _, t := range j.chain {
 		if s.usage[t] == nil {
 			s.usage[t] = map[string]float64{}
@@ -627,6 +637,7 @@ func (s *sim) finish(j *job) {
 		s.guar.Completed++
 	}
 	s.state.UnloadHolds([]*unstructured.Unstructured{j.obj})
+	j.obj = nil // ended: only its numbers are kept
 }
 
 // evict stops a running job and queues it again; the GPU-hours it ran are
@@ -660,19 +671,23 @@ func (s *sim) mayPreempt(j, victim *job) bool {
 // then, nothing is evicted.
 func (s *sim) preemptFor(j *job, n int) bool {
 	var victims []*job
-	for _, v := range s.jobs {
-		if v.state == stateRunning && s.mayPreempt(j, v) {
+	for v := range s.running {
+		if s.mayPreempt(j, v) {
 			victims = append(victims, v)
 		}
 	}
 	if len(victims) == 0 {
 		return false
 	}
-	sort.SliceStable(victims, func(a, b int) bool {
-		if victims[a].value != victims[b].value {
-			return victims[a].value < victims[b].value
+	sort.Slice(victims, func(a, b int) bool {
+		x, y := victims[a], victims[b]
+		if x.value != y.value {
+			return x.value < y.value
 		}
-		return victims[a].started > victims[b].started
+		if x.started != y.started {
+			return x.started > y.started
+		}
+		return x.seq < y.seq
 	})
 	for k, v := range victims {
 		s.unbind(v)
