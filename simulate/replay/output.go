@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -62,10 +63,20 @@ func (o *Outcome) Compare() {
 		b, c := by[n], cand[n]
 		o.Deltas = append(o.Deltas, TenantDelta{Tenant: n, Admitted: c.Admitted - b.Admitted, Denied: c.Denied - b.Denied,
 			Completed: c.Completed - b.Completed, NeverStarted: c.NeverStarted - b.NeverStarted,
-			WaitP50: c.WaitP50 - b.WaitP50, WaitP95: c.WaitP95 - b.WaitP95, WaitMax: c.WaitMax - b.WaitMax,
-			GPUHoursUsed: c.GPUHoursUsed - b.GPUHoursUsed, Preemptions: c.Preemptions - b.Preemptions,
-			GPUHoursLost: c.GPUHoursLost - b.GPUHoursLost})
+			WaitP50: change(b.WaitP50, c.WaitP50), WaitP95: change(b.WaitP95, c.WaitP95), WaitMax: change(b.WaitMax, c.WaitMax),
+			GPUHoursUsed: change(b.GPUHoursUsed, c.GPUHoursUsed), Preemptions: c.Preemptions - b.Preemptions,
+			GPUHoursLost: change(b.GPUHoursLost, c.GPUHoursLost)})
 	}
+}
+
+// change is c - b, where sums of the same hours in another order differ
+// by rounding only: below a millionth it is 0.
+func change(b, c float64) float64 {
+	d := c - b
+	if math.Abs(d) < 1e-6 {
+		return 0
+	}
+	return d
 }
 
 // WriteJSON writes the outcome as indented JSON.
