@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,3 +135,50 @@ func TestSimulateRunFailIfWithoutCandidate(t *testing.T) {
 	require.Equal(t, 2, code)
 	assert.Contains(t, errText, "per tenant")
 }
+
+// TestSimulateRunInputFormats: the example trace as CSV decides and runs
+// exactly as its JSON lines; an openb pod list (its first 200 pods) runs on
+// the openb nodes with tenants mapped; -o html is one page with its plots.
+func TestSimulateRunInputFormats(t *testing.T) {
+	code, want, errText := run(t, "simulate", "run", "--trace", exampleTrace, "--cluster", exampleCluster, "-o", "json")
+	require.Equal(t, 0, code, errText)
+	jobs, err := replay.ReadTraceFile(exampleTrace)
+	require.NoError(t, err)
+	var csv strings.Builder
+	csv.WriteString("name,submit,duration,namespace,pods,gpusPerPod,products,priorityClass,class\n")
+	for _, j := range jobs {
+		csv.WriteString(strings.Join([]string{j.Name, ftoa(j.Submit), ftoa(j.Duration), j.Namespace, itoa(j.Pods), itoa(j.GPUsPerPod),
+			strings.Join(j.Products, "|"), j.PriorityClass, j.Class}, ",") + "\n")
+	}
+	file := filepath.Join(t.TempDir(), "trace.csv")
+	require.NoError(t, os.WriteFile(file, []byte(csv.String()), 0o600))
+	code, got, errText := run(t, "simulate", "run", "--trace", file, "--cluster", exampleCluster, "-o", "json")
+	require.Equal(t, 0, code, errText)
+	assert.JSONEq(t, want, got)
+
+	data, err := os.ReadFile(openbPods)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	pods := filepath.Join(t.TempDir(), "pods.csv")
+	require.NoError(t, os.WriteFile(pods, []byte(strings.Join(lines[:201], "")), 0o600))
+	code, out, errText := run(t, "simulate", "run", "--openb-pods", pods, "--openb-nodes", openbNodes, "--placement", "best-fit", "-o", "json")
+	require.Equal(t, 0, code, errText)
+	o := simulateOutcome(t, out)
+	assert.Equal(t, 200, o.Baseline.Jobs)
+	assert.Equal(t, 6212.0, o.Baseline.Cluster.GPUs)
+	submitted := 0
+	for _, ts := range o.Baseline.Tenants {
+		assert.Contains(t, []string{"platform", "product", "research-llm", "research-vision"}, ts.Tenant)
+		submitted += ts.Submitted
+	}
+	assert.Equal(t, 200, submitted)
+
+	code, out, errText = run(t, "simulate", "run", "--trace", exampleTrace, "--cluster", exampleCluster, "-o", "html")
+	require.Equal(t, 0, code, errText)
+	assert.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"))
+	assert.Contains(t, out, `<svg class="alloc"`)
+	assert.Contains(t, out, "TENANT_MISSING")
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+func itoa(i int) string     { return strconv.Itoa(i) }

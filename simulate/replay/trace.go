@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,8 +191,8 @@ func (j Job) check() error {
 	switch {
 	case j.Name == "":
 		return errors.New("a job needs a name")
-	case j.Submit < 0 || j.Duration < 0:
-		return fmt.Errorf("job %s: submit and duration must not be negative", j.Name)
+	case !(j.Submit >= 0 && j.Duration >= 0) || math.IsInf(j.Submit, 0) || math.IsInf(j.Duration, 0):
+		return fmt.Errorf("job %s: submit and duration must be finite and not negative", j.Name)
 	case j.Pods < 1:
 		return fmt.Errorf("job %s: pods must be at least 1", j.Name)
 	case j.MinPods < 0 || j.MinPods > j.Pods:

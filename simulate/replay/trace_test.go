@@ -30,6 +30,8 @@ x,60,3600,research-llm,4,2,8,NVIDIA-H100-80GB-HBM3|NVIDIA-B200,8000,65536,train,
 	require.ErrorContains(t, err, "t.csv:2: job x: pods must be at least 1")
 	_, err = ReadTraceJSON(strings.NewReader(`{"name":"x","submit":0,"duration":1,"pods":1,"gpusPerPod":1}`), "t.jsonl")
 	require.ErrorContains(t, err, "t.jsonl:1: job x: a job needs a tenant or a namespace")
+	_, err = ReadTraceCSV(strings.NewReader("name,submit,duration,tenant,pods,gpusPerPod\nx,NaN,1,a,1,1\n"), "t.csv")
+	require.ErrorContains(t, err, "t.csv:2: job x: submit and duration must be finite")
 	_, err = ReadTraceJSON(strings.NewReader(`{"name":"x","tennant":"a"}`), "t.jsonl")
 	require.ErrorContains(t, err, `unknown field "tennant"`)
 }
@@ -60,4 +62,27 @@ func TestOpenbMapping(t *testing.T) {
 	require.Equal(t, int64(460), jobs[1].GPUMilli)
 	require.Equal(t, 90.0, jobs[1].Duration, "never deleted: runs to the trace's last time, 100")
 	require.Equal(t, 30.0, jobs[2].Duration)
+}
+
+// FuzzReadTrace: any input, as JSON lines or CSV, reads or fails with an
+// error, never panics; what reads holds the trace's invariants.
+func FuzzReadTrace(f *testing.F) {
+	f.Add(`{"name":"x","submit":60,"duration":3600,"tenant":"t","pods":4,"minPods":2,"gpusPerPod":8}`)
+	f.Add("name,submit,duration,tenant,pods,gpusPerPod,gpuMilli\nx,0,10,t,1,1,500\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, read := range []func() ([]Job, error){
+			func() ([]Job, error) { return ReadTraceJSON(strings.NewReader(in), "f") },
+			func() ([]Job, error) { return ReadTraceCSV(strings.NewReader(in), "f") },
+		} {
+			jobs, err := read()
+			if err != nil {
+				continue
+			}
+			for _, j := range jobs {
+				if j.check() != nil || j.Pods < 1 || j.MinPods > j.Pods {
+					t.Fatalf("read an invalid job: %+v", j)
+				}
+			}
+		}
+	})
 }
