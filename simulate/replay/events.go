@@ -141,7 +141,6 @@ func (s *sim) repair(i int) {
 	s.downGPUs -= float64(n.GPUs)
 	s.c.Release(blocker(n), blockerBinding(i, n))
 	s.state.UpsertNode(s.nodes[i])
-	s.epoch++
 }
 
 // blocker takes all of an empty node.
