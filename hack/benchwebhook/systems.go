@@ -25,9 +25,10 @@ type serving struct {
 }
 
 // startMandate runs `mandate serve` as test/load does: against the API
-// server with an admin kubeconfig, envtest's serving certificate, and the
-// policies of policiesDir ("" for the embedded example model).
-func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*process, string, error) {
+// server with an admin kubeconfig, envtest's serving certificate, the
+// policies of policiesDir ("" for the embedded example model) and the
+// extra flags.
+func startMandate(name, bin, kubeconfig, policiesDir string, s serving, extra ...string) (*process, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
@@ -52,6 +53,7 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*proces
 	if policiesDir != "" {
 		args = append(args, "--policies", policiesDir)
 	}
+	args = append(args, extra...)
 	// As the chart runs it, with GOMEMLIMIT, under which serve's
 	// gcPercent applies.
 	env := append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(fixtures.ChartGoMemLimit))
