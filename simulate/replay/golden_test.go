@@ -186,3 +186,21 @@ func TestNodeFailure(t *testing.T) {
 	require.Equal(t, 8.0, r.Series[4].Down, "the sample at 2400 is taken before the repair")
 	require.Equal(t, 0.0, r.Series[5].Down)
 }
+
+// TestHoldsFollowJobs: an admitted job's hold counts its demand in the
+// state the decisions read — while it waits and runs, with its pods
+// counted under it once — and leaves with it.
+func TestHoldsFollowJobs(t *testing.T) {
+	ev := embedded(t)
+	trace := []Job{{Name: "a", Submit: 0, Duration: 3600, Tenant: "research-llm", Pods: 1, GPUsPerPod: 8, PriorityClass: "train"}}
+	for _, tc := range []struct {
+		until float64
+		want  int
+	}{{until: 1800, want: 8}, {until: 0, want: 0}} {
+		s, err := newSim(trace, goldenSupply(), Options{Decider: ev, Model: ev.Model(), Until: tc.until})
+		require.NoError(t, err)
+		require.NoError(t, s.run(context.Background()))
+		u := s.state.Usage("research-llm")["research-llm"][DefaultResource]
+		require.Equal(t, tc.want, u.Total, "until %g", tc.until)
+	}
+}
