@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/simulate/openb"
@@ -116,9 +119,10 @@ func benchRun(b *testing.B, what string, jobs []Job, supply Supply, o Options) {
 	b.ReportAllocs()
 	var r *Report
 	start := time.Now()
+	ctx := ctrl.LoggerInto(context.Background(), logr.Discard())
 	for b.Loop() {
 		var err error
-		if r, err = Run(context.Background(), jobs, supply, o); err != nil {
+		if r, err = Run(ctx, jobs, supply, o); err != nil {
 			b.Fatal(err)
 		}
 	}
