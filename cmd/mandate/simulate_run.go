@@ -26,12 +26,16 @@ type simulateRunOptions struct {
 	sampleEvery         float64
 	failIf              []string
 	output              string
+	kubeconfig          string
+	kubeContext         string
+	startingState       bool
+	startingRemaining   float64
 }
 
 func newSimulateRunCommand() *cobra.Command {
 	o := simulateRunOptions{placement: replay.PlacementTopology}
 	cmd := &cobra.Command{
-		Use:   "run (--trace FILE | --openb-pods FILE) (--cluster FILE | --openb-nodes FILE) [--policies DIR | --bundle FILE] [--candidate DIR|FILE] [--events FILE] [--fail-if EXPR]… [-o table|json|html]",
+		Use:   "run (--trace FILE | --openb-pods FILE) (--cluster FILE [--starting-state] | --openb-nodes FILE | --kubeconfig FILE) [--policies DIR | --bundle FILE] [--candidate DIR|FILE] [--events FILE] [--fail-if EXPR]… [-o table|json|html]",
 		Short: "Replay a demand trace over simulated time through the authority model",
 		Long: `Replay a demand trace over simulated time on a simulated cluster, every
 arrival decided by Mandate's own decision service under the policy (the
@@ -57,6 +61,10 @@ Exit status: 0, 1 when a --fail-if holds, 2 on bad input.`,
 	f.StringVar(&o.openbPods, "openb-pods", "", "trace as an Alibaba GPU v2023 (openb) pod list CSV, mapped onto the model's leaf tenants")
 	f.StringVar(&o.cluster, "cluster", "", "the cluster's nodes and namespaces: a snapshot as mandate eval --cluster reads (its pods are not replayed)")
 	f.StringVar(&o.openbNodes, "openb-nodes", "", "the cluster as an openb node list CSV")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster read live: its nodes and namespaces, and its running pods and admitted workloads as the starting state")
+	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context (default: its current one)")
+	f.BoolVar(&o.startingState, "starting-state", false, "with --cluster: its pods and admitted workloads are the starting state")
+	f.Float64Var(&o.startingRemaining, "starting-remaining", 0, "seconds the starting state's pods still run (default: to the end)")
 	f.StringVar(&o.policies, "policies", "", "policy directory (default: the embedded default authority model)")
 	f.StringVar(&o.bundle, "bundle", "", "policy bundle (.tar.gz, as mandate bundle build writes)")
 	f.StringVar(&o.candidate, "candidate", "", "a second revision to compare: a policy directory or a bundle (.tar.gz)")
@@ -80,8 +88,11 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 	if (o.trace == "") == (o.openbPods == "") {
 		return 0, errors.New("give one trace: --trace or --openb-pods")
 	}
-	if (o.cluster == "") == (o.openbNodes == "") {
-		return 0, errors.New("give one cluster: --cluster or --openb-nodes")
+	if n := btoi(o.cluster != "") + btoi(o.openbNodes != "") + btoi(o.kubeconfig != ""); n != 1 {
+		return 0, errors.New("give one cluster: --cluster, --openb-nodes or --kubeconfig")
+	}
+	if o.startingState && o.cluster == "" {
+		return 0, errors.New("--starting-state takes the pods of --cluster; --kubeconfig always starts from the live cluster")
 	}
 	if o.bundle != "" && o.policies != "" {
 		return 0, errors.New("--bundle and --policies both name the policy: give one")
@@ -95,13 +106,24 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 		checks = append(checks, f)
 	}
 	var supply replay.Supply
-	if o.cluster != "" {
-		inv, err := inventory.ReadSnapshot(o.cluster)
+	if o.cluster != "" || o.kubeconfig != "" {
+		var inv *inventory.Inventory
+		var err error
+		if o.cluster != "" {
+			inv, err = inventory.ReadSnapshot(o.cluster)
+		} else {
+			inv, err = inventory.ListKubeconfig(ctx, o.kubeconfig, o.kubeContext)
+		}
 		if err != nil {
 			return 0, err
 		}
 		if supply, err = replay.FromSnapshot(inv.Nodes, inv.Namespaces); err != nil {
 			return 0, err
+		}
+		if o.startingState || o.kubeconfig != "" {
+			if supply, err = supply.WithStartingState(inv.Pods, inv.Owners); err != nil {
+				return 0, err
+			}
 		}
 	} else {
 		rows, err := openb.ReadNodesFile(o.openbNodes)
@@ -129,7 +151,7 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 			}
 		}
 		return replay.Run(ctx, jobs, supply, replay.Options{Decider: ev, Model: ev.Model(), Revision: ev.Revision(),
-			Placement: o.placement, Seed: o.seed, Events: events, SampleEvery: o.sampleEvery})
+			Placement: o.placement, Seed: o.seed, Events: events, SampleEvery: o.sampleEvery, StartingRemaining: o.startingRemaining})
 	}
 	policy, err := loadRevision(o.policies, o.bundle)
 	if err != nil {
@@ -191,4 +213,11 @@ func readJobs(o simulateRunOptions, ev *evaluator.Evaluator) ([]replay.Job, erro
 		return nil, err
 	}
 	return replay.FromOpenb(pods, ev.Model())
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

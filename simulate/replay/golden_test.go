@@ -204,3 +204,31 @@ func TestHoldsFollowJobs(t *testing.T) {
 		require.Equal(t, tc.want, u.Total, "until %g", tc.until)
 	}
 }
+
+// TestStartingState: a running pod of the starting state (platform, 4 GPUs
+// on n0, 1800 s left) holds its node and its tenant's usage: a, 8 GPUs at
+// node level at 0, waits for it on a one-node cluster and starts at 1800
+// (wait 1800); platform used 4 × 0.5 h = 2 GPU-h without submitting
+// anything; a's 8 × 1 h = 8.
+func TestStartingState(t *testing.T) {
+	ev := embedded(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: "platform"},
+		Spec: corev1.PodSpec{NodeName: "n0", PriorityClassName: "build", Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{DefaultResource: resource.MustParse("4")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	supply := Supply{Nodes: []*corev1.Node{gpuNode("n0", "c0", 8)}, Pods: []*corev1.Pod{pod}}
+	trace := []Job{{Name: "a", Submit: 0, Duration: 3600, Tenant: "research-llm", Pods: 1, GPUsPerPod: 8, PriorityClass: "train"}}
+	s, err := newSim(trace, supply, Options{Decider: ev, Model: ev.Model(), StartingRemaining: 1800})
+	require.NoError(t, err)
+	require.Equal(t, 4, s.state.Usage("platform")["platform"][DefaultResource].Total, "the pod counts in the decisions' state")
+	require.NoError(t, s.run(context.Background()))
+	r := s.report()
+	require.Equal(t, 1, r.Jobs, "the starting pod is not a trace job")
+	want := []TenantStats{
+		{Tenant: "platform", GPUHoursUsed: 2, GPUHoursGuaranteed: 8 * 5400 / 3600.0, DeniedBy: map[string]int{}},
+		{Tenant: "research-llm", Submitted: 1, Admitted: 1, Completed: 1, WaitP50: 1800, WaitP95: 1800, WaitMax: 1800,
+			GPUHoursUsed: 8, GPUHoursGuaranteed: 96 * 5400 / 3600.0, DeniedBy: map[string]int{}},
+	}
+	require.Equal(t, roundTenants(want), roundTenants(r.Tenants))
+	require.Equal(t, 0, s.state.Usage("platform")["platform"][DefaultResource].Total, "ended")
+}

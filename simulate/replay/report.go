@@ -168,8 +168,12 @@ func (s *sim) sample() {
 // report assembles the outcome.
 func (s *sim) report() *Report {
 	r := &Report{Revision: s.o.Revision, Placement: s.o.Placement, Jobs: len(s.jobs), End: s.now, Series: s.series.samples}
+	r.Jobs = 0
 	for _, j := range s.jobs {
-		if j.state != stateQueued {
+		if !j.initial {
+			r.Jobs++
+		}
+		if j.state != stateQueued || j.initial {
 			continue
 		}
 		a := s.acc(j.tenant)

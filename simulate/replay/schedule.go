@@ -226,6 +226,9 @@ func (s *sim) count(j *job, sign float64) {
 func (s *sim) finish(j *job) {
 	s.stop(j, false)
 	j.state = stateDone
+	if j.initial {
+		return
+	}
 	s.acc(j.tenant).Completed++
 	if j.guaranteed {
 		s.guar.Completed++
@@ -314,11 +317,21 @@ func (s *sim) rebind(j *job) {
 	}
 }
 
-func podName(j *job, i int) string { return fmt.Sprintf("%s-%d", j.Name, i) }
+func podName(j *job, i int) string {
+	if j.initial {
+		return j.startedPod.Name
+	}
+	return fmt.Sprintf("%s-%d", j.Name, i)
+}
 
 // pod is the state's pod i of j on its node: owned by the job (it counts
 // under the job's hold) and asking what the job's pods ask.
 func (s *sim) pod(j *job, i int, b alloc.Binding) *corev1.Pod {
+	if j.initial {
+		p := j.startedPod.DeepCopy()
+		p.Spec.NodeName = s.nodes[b.Node].Name
+		return p
+	}
 	tmpl, _, _ := unstructured.NestedMap(j.obj.Object, "spec", "template")
 	p := &corev1.Pod{}
 	_ = runtimeFromMap(tmpl, p)

@@ -65,6 +65,9 @@ type Options struct {
 	// SampleEvery is the time series' step in seconds (default: the
 	// trace's span over 200).
 	SampleEvery float64
+	// StartingRemaining is how long the starting state's pods still run
+	// (seconds; 0: to the end).
+	StartingRemaining float64
 	// Until ends the simulation at this time (seconds; 0: when the last
 	// event has happened): what runs then has not completed, what waits
 	// never started.
@@ -113,6 +116,9 @@ type job struct {
 	held       holdReason
 	guaranteed bool
 	runs       int // starts so far: a finish event is for the run it names
+	// initial: a pod of the starting state, not of the trace (startedPod).
+	initial    bool
+	startedPod *corev1.Pod
 }
 
 type jobState int
@@ -256,6 +262,11 @@ func newSim(jobs []Job, supply Supply, o Options) (*sim, error) {
 			kind = evRepair
 		}
 		heap.Push(&s.events, event{at: e.At, kind: kind, node: i, seq: len(s.events.items)})
+	}
+	if len(supply.Pods) > 0 || len(supply.Owners) > 0 {
+		if err := s.startState(supply.Pods, supply.Owners); err != nil {
+			return nil, err
+		}
 	}
 	if s.o.SampleEvery <= 0 {
 		s.o.SampleEvery = max(span/200, 1)

@@ -20,6 +20,26 @@ import (
 type Supply struct {
 	Nodes      []*corev1.Node
 	Namespaces []*corev1.Namespace
+	// Pods, when set, are the starting state: the pods bound to a node and
+	// not finished run from time 0 (see Options.StartingRemaining), and
+	// Owners' holds (the governed workloads Mandate admitted) count in the
+	// decisions' state.
+	Pods   []*corev1.Pod
+	Owners []*unstructured.Unstructured
+}
+
+// WithStartingState adds a snapshot's or a live cluster's pods and
+// governed owners as the starting state.
+func (s Supply) WithStartingState(pods, owners []*unstructured.Unstructured) (Supply, error) {
+	for _, u := range pods {
+		p := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			return Supply{}, fmt.Errorf("malformed Pod %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		s.Pods = append(s.Pods, p)
+	}
+	s.Owners = owners
+	return s, nil
 }
 
 // FromSnapshot takes the nodes and namespaces of a cluster snapshot (the
