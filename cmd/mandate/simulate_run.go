@@ -30,12 +30,13 @@ type simulateRunOptions struct {
 	kubeContext         string
 	startingState       bool
 	startingRemaining   float64
+	referenceNodes      int
 }
 
 func newSimulateRunCommand() *cobra.Command {
 	o := simulateRunOptions{placement: replay.PlacementTopology}
 	cmd := &cobra.Command{
-		Use:   "run (--trace FILE | --openb-pods FILE) (--cluster FILE [--starting-state] | --openb-nodes FILE | --kubeconfig FILE) [--policies DIR | --bundle FILE] [--candidate DIR|FILE] [--events FILE] [--fail-if EXPR]… [-o table|json|html]",
+		Use:   "run (--trace FILE | --openb-pods FILE) (--cluster FILE [--starting-state] | --openb-nodes FILE | --kubeconfig FILE | --reference-nodes N) [--policies DIR | --bundle FILE] [--candidate DIR|FILE] [--events FILE] [--fail-if EXPR]… [-o table|json|html]",
 		Short: "Replay a demand trace over simulated time through the authority model",
 		Long: `Replay a demand trace over simulated time on a simulated cluster, every
 arrival decided by Mandate's own decision service under the policy (the
@@ -63,6 +64,7 @@ Exit status: 0, 1 when a --fail-if holds, 2 on bad input.`,
 	f.StringVar(&o.openbNodes, "openb-nodes", "", "the cluster as an openb node list CSV")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "the cluster read live: its nodes and namespaces, and its running pods and admitted workloads as the starting state")
 	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context (default: its current one)")
+	f.IntVar(&o.referenceNodes, "reference-nodes", 0, "the cluster as the synthetic reference topology of this many empty 8-GPU nodes (12500: make bench's 100k GPUs), with its tenant-NNNN namespaces")
 	f.BoolVar(&o.startingState, "starting-state", false, "with --cluster: its pods and admitted workloads are the starting state")
 	f.Float64Var(&o.startingRemaining, "starting-remaining", 0, "seconds the starting state's pods still run (default: to the end)")
 	f.StringVar(&o.policies, "policies", "", "policy directory (default: the embedded default authority model)")
@@ -88,8 +90,8 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 	if (o.trace == "") == (o.openbPods == "") {
 		return 0, errors.New("give one trace: --trace or --openb-pods")
 	}
-	if n := btoi(o.cluster != "") + btoi(o.openbNodes != "") + btoi(o.kubeconfig != ""); n != 1 {
-		return 0, errors.New("give one cluster: --cluster, --openb-nodes or --kubeconfig")
+	if n := btoi(o.cluster != "") + btoi(o.openbNodes != "") + btoi(o.kubeconfig != "") + btoi(o.referenceNodes > 0); n != 1 {
+		return 0, errors.New("give one cluster: --cluster, --openb-nodes, --kubeconfig or --reference-nodes")
 	}
 	if o.startingState && o.cluster == "" {
 		return 0, errors.New("--starting-state takes the pods of --cluster; --kubeconfig always starts from the live cluster")
@@ -106,7 +108,9 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 		checks = append(checks, f)
 	}
 	var supply replay.Supply
-	if o.cluster != "" || o.kubeconfig != "" {
+	if o.referenceNodes > 0 {
+		supply = replay.Reference(o.referenceNodes)
+	} else if o.cluster != "" || o.kubeconfig != "" {
 		var inv *inventory.Inventory
 		var err error
 		if o.cluster != "" {

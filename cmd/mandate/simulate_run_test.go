@@ -173,6 +173,14 @@ func TestSimulateRunInputFormats(t *testing.T) {
 	}
 	assert.Equal(t, 200, submitted)
 
+	gang := filepath.Join(t.TempDir(), "gang.jsonl")
+	require.NoError(t, os.WriteFile(gang, []byte(`{"name":"x","submit":0,"duration":3600,"tenant":"research-llm","pods":16,"gpusPerPod":8,"priorityClass":"train"}`+"\n"), 0o600))
+	code, out, errText = run(t, "simulate", "run", "--trace", gang, "--reference-nodes", "64", "-o", "json")
+	require.Equal(t, 0, code, errText)
+	o = simulateOutcome(t, out)
+	assert.Equal(t, 512.0, o.Baseline.Cluster.GPUs, "64 reference nodes of 8 GPUs")
+	assert.Equal(t, 1, tenantOf(t, o.Baseline, "research-llm").Completed, "a 128-GPU gang fits in one 32-node leaf block")
+
 	code, out, errText = run(t, "simulate", "run", "--trace", exampleTrace, "--cluster", exampleCluster, "-o", "html")
 	require.Equal(t, 0, code, errText)
 	assert.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"))

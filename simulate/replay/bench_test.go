@@ -57,28 +57,21 @@ func BenchmarkSyntheticReference(b *testing.B) {
 			b.Fatalf("MANDATE_SIMULATE_JOBS: %v", err)
 		}
 	}
-	nodes, _, namespaces := topologytest.Reference(topologytest.RefOptions{BusyFraction: -1})
+	supply := Reference(topologytest.DefaultNodeCount)
 	policy, err := evaluator.LoadFS(policies.FS, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	policy.Data["mandate"].(map[string]any)["model"].(map[string]any)["tenants"] = topologytest.ReferenceTenants(len(namespaces))
+	policy.Data["mandate"].(map[string]any)["model"].(map[string]any)["tenants"] = topologytest.ReferenceTenants(len(supply.Namespaces))
 	ev, err := evaluator.New(context.Background(), policy, evaluator.Options{Timeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
-	supply := Supply{}
-	for i := range nodes {
-		supply.Nodes = append(supply.Nodes, &nodes[i])
+	tenants := make([]string, len(supply.Namespaces))
+	for i, ns := range supply.Namespaces {
+		tenants[i] = ns.Name
 	}
-	for i := range namespaces {
-		supply.Namespaces = append(supply.Namespaces, &namespaces[i])
-	}
-	tenants := make([]string, len(namespaces))
-	for i := range namespaces {
-		tenants[i] = namespaces[i].Name
-	}
-	benchRun(b, fmt.Sprintf("synthetic %d workloads on %d nodes", n, len(nodes)), Synthetic(n, tenants, 42), supply,
+	benchRun(b, fmt.Sprintf("synthetic %d workloads on %d nodes", n, len(supply.Nodes)), Synthetic(n, tenants, 42), supply,
 		Options{Decider: ev, Model: ev.Model(), Placement: "best-fit"})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
 	"github.com/mandate-dev/mandate/simulate/openb"
+	"github.com/mandate-dev/mandate/topology/topologytest"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -95,4 +96,20 @@ func spec(n *corev1.Node) alloc.NodeSpec {
 	cpu, mem, gpu := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[DefaultResource]
 	return alloc.NodeSpec{Name: n.Name, Model: n.Labels[workload.LabelProduct], CPUMilli: cpu.MilliValue(),
 		MemoryMiB: mem.Value() >> 20, GPUs: int(gpu.Value())}
+}
+
+// Reference is the synthetic reference topology (topologytest.Reference)
+// of n empty 8-GPU nodes, with its tenants' namespaces (tenant-NNNN,
+// labelled with their own name as tenant; the reference organisation's,
+// topologytest.ReferenceTenants).
+func Reference(n int) Supply {
+	nodes, _, namespaces := topologytest.Reference(topologytest.RefOptions{NodeCount: n, BusyFraction: -1})
+	var s Supply
+	for i := range nodes {
+		s.Nodes = append(s.Nodes, &nodes[i])
+	}
+	for i := range namespaces {
+		s.Namespaces = append(s.Namespaces, &namespaces[i])
+	}
+	return s
 }
