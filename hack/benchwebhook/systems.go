@@ -54,6 +54,14 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving, extra ..
 		args = append(args, "--policies", policiesDir)
 	}
 	args = append(args, extra...)
+	if os.Getenv(pprofEnv) != "" {
+		pprof, err := freeAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, "--pprof-addr", pprof)
+		logf("%s: profiles at http://%s/debug/pprof/, metrics at http://%s/metrics", name, pprof, metrics)
+	}
 	// As the chart runs it, with GOMEMLIMIT, under which serve's
 	// gcPercent applies.
 	env := append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(fixtures.ChartGoMemLimit))
@@ -64,6 +72,10 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving, extra ..
 	p.readyURL = "http://" + health + "/readyz"
 	return p, "https://" + addr + "/mutate", nil
 }
+
+// pprofEnv, set to anything, gives every mandate replica a profiling
+// address of its own, logged at start (`curl …/debug/pprof/profile`).
+const pprofEnv = "BENCH_PPROF"
 
 // independentPolicies writes the default policies with the model's tenants
 // made independent trees into dir, and checks the model as `mandate model
