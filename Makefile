@@ -84,9 +84,10 @@ bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pur
 	$(GO) test ./evaluator/ -run '^$$' -bench '^BenchmarkReference$$' -benchtime 1x -timeout 30m
 
 .PHONY: bench-simulate
-bench-simulate: ## The simulator's speed, a benchmark: the FGD paper's protocol on the openb trace (1,213 nodes, about 10,800 placements a seed, seeds 42-51) per policy and pod list: seconds a seed, placements a wall second, and the allocation beside the paper's.
+bench-simulate: ## The simulator's speed, a benchmark: the FGD paper's protocol on the openb trace (1,213 nodes, about 10,800 placements a seed, seeds 42-51) per policy and pod list: seconds a seed, placements a wall second, and the allocation beside the paper's; the openb trace through the full decision path with tenants; a synthetic trace of MANDATE_SIMULATE_JOBS (100,000) workloads on the 12,500-node reference topology: wall seconds, simulated seconds a wall second, peak RSS.
 	@uptime
 	$(GO) test ./simulate/fgd/ -run '^$$' -bench '^BenchmarkFGDProtocol$$' -benchtime 1x -count 1 -timeout 30m
+	$(GO) test ./simulate/replay/ -run '^$$' -bench '^(BenchmarkOpenbDecisionPath|BenchmarkSyntheticReference)$$' -benchtime 1x -count 1 -timeout 60m
 
 .PHONY: bench-admission
 bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
