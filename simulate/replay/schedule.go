@@ -68,6 +68,9 @@ func (s *sim) schedule() {
 	kept := s.queue[:0]
 	for _, j := range s.queue {
 		room := s.quotaRoom(j)
+		if room < j.minPods && s.reclaimFor(j) {
+			room = s.quotaRoom(j)
+		}
 		if room < j.minPods {
 			j.held = heldAuthority
 			kept = append(kept, j)
@@ -190,6 +193,7 @@ func (s *sim) start(j *job) {
 		s.state.UpsertPod(s.pod(j, i, b))
 	}
 	heap.Push(&s.events, event{at: s.now + j.Duration, kind: evFinish, job: j, gen: j.runs})
+	s.observe(j, EventStart)
 }
 
 // stop takes j's pods off the cluster; released says their node
@@ -235,6 +239,7 @@ func (s *sim) finish(j *job) {
 	}
 	s.state.UnloadHolds([]*unstructured.Unstructured{j.obj})
 	j.obj = nil // ended: only its numbers are kept
+	s.observe(j, EventEnd)
 }
 
 // evict stops a running job and queues it again; the GPU-hours it ran are
@@ -247,6 +252,7 @@ func (s *sim) evict(j *job, released bool) {
 	s.stop(j, released)
 	j.state = stateQueued
 	s.requeue = append(s.requeue, j)
+	s.observe(j, EventEvict)
 }
 
 // mayPreempt says whether j may take victim's GPUs: the victim runs
@@ -297,6 +303,74 @@ func (s *sim) preemptFor(j *job, n int) bool {
 	}
 	for _, v := range victims {
 		s.rebind(v)
+	}
+	return false
+}
+
+// reclaimFor evicts running preemptible jobs of other tenants that share
+// one of j's ancestors — work their tenants run above their guarantees,
+// borrowed — until j's tenant chain has room for j's minimum: the lowest
+// value and the latest started first, whatever their priority (a tenant
+// within its guarantee reclaims what others borrowed, as Kueue's
+// reclaimWithinCohort and KAI's reclaim do). A preemptible j reclaims
+// nothing, and nothing is evicted when evicting all of them would not make
+// room. The GPUs are placed afterwards as for any start.
+func (s *sim) reclaimFor(j *job) bool {
+	if j.preempt || j.gpus == 0 {
+		return false
+	}
+	var victims []*job
+	for v := range s.running {
+		if v.preempt && v.tenant != j.tenant && sharesAncestor(j.chain, v.chain) {
+			victims = append(victims, v)
+		}
+	}
+	if len(victims) == 0 {
+		return false
+	}
+	sort.Slice(victims, func(a, b int) bool {
+		x, y := victims[a], victims[b]
+		if x.value != y.value {
+			return x.value < y.value
+		}
+		if x.started != y.started {
+			return x.started > y.started
+		}
+		return x.seq < y.seq
+	})
+	// A trial on the usage alone: the victims' GPUs taken off their
+	// chains, put back unless enough of them make room.
+	taken := 0
+	for _, v := range victims {
+		s.count(v, -1)
+		taken++
+		if s.quotaRoom(j) >= j.minPods {
+			break
+		}
+	}
+	enough := s.quotaRoom(j) >= j.minPods
+	for _, v := range victims[:taken] {
+		s.count(v, 1)
+	}
+	if !enough {
+		return false
+	}
+	for _, v := range victims[:taken] {
+		s.evict(v, false)
+	}
+	return true
+}
+
+// sharesAncestor says whether two tenant chains (a tenant and its
+// ancestors) meet above the first's own tenant.
+func sharesAncestor(a, b []string) bool {
+	if len(a) < 2 {
+		return false
+	}
+	for _, t := range a[1:] {
+		if slices.Contains(b, t) {
+			return true
+		}
 	}
 	return false
 }

@@ -72,6 +72,30 @@ type Options struct {
 	// event has happened): what runs then has not completed, what waits
 	// never started.
 	Until float64
+	// Observe, when set, is told of every job's start, eviction and end,
+	// in the order they happen (for tests that compare the order with a
+	// real scheduler's).
+	Observe func(JobEvent)
+}
+
+// JobEvent is one job's start, eviction or end at a simulated time.
+type JobEvent struct {
+	At   float64
+	Job  string
+	What string // EventStart, EventEvict or EventEnd
+}
+
+// The JobEvent kinds.
+const (
+	EventStart = "start"
+	EventEvict = "evict"
+	EventEnd   = "end"
+)
+
+func (s *sim) observe(j *job, what string) {
+	if s.o.Observe != nil {
+		s.o.Observe(JobEvent{At: s.now, Job: j.Name, What: what})
+	}
 }
 
 // Run simulates jobs on supply under o, to the end: until every admitted
