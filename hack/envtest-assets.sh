@@ -21,7 +21,9 @@
 # Kubeflow Trainer, MPI operator, KubeRay) out of their modules into
 # crds/{jobset,lws,trainer,mpi-operator,kuberay}/ (workload-crds), and the
 # Prometheus Operator's out of github.com/prometheus-operator/prometheus-operator
-# into crds/prometheus-operator/.
+# into crds/prometheus-operator/, and OpenReports' (the Reports serve's
+# background audit writes) out of github.com/openreports/reports-api, at the
+# version the root go.mod requires, into crds/openreports/.
 #
 # Everything comes from the Go module proxy; the versions are pinned by the
 # go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
@@ -35,7 +37,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|promtool|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|promtool|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds|openreports-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -67,9 +69,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | promtool | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | promtool | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds | openreports-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -79,7 +81,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue promtool cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue promtool cert-manager-crds kueue-crds workload-crds prometheus-operator-crds openreports-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -327,6 +329,13 @@ for asset in "${assets[@]}"; do
 	prometheus-operator-crds)
 		copy_module_crds prometheus-operator-crds github.com/prometheus-operator/prometheus-operator "$PROMETHEUS_OPERATOR_VERSION" \
 			example/prometheus-operator-crd "$out_dir/crds/prometheus-operator"
+		;;
+	openreports-crds)
+		# The version the root module builds its Report types from.
+		openreports_version=$(cd "$repo_root" && go list -m -f '{{.Version}}' github.com/openreports/reports-api) ||
+			die "the root go.mod requires no github.com/openreports/reports-api"
+		copy_module_crds openreports-crds github.com/openreports/reports-api "$openreports_version" \
+			config/crd "$out_dir/crds/openreports"
 		;;
 	esac
 done
