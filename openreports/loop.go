@@ -56,7 +56,10 @@ var _ manager.Runnable = (*Loop)(nil)
 
 // Start runs until ctx ends: under leader election, when this replica
 // loses the Lease (the next leader takes over the Reports as they are).
-func (l *Loop) Start(ctx context.Context) error {
+func (l *Loop) Start(ctx context.Context) error { return l.run(ctx, l.Once) }
+
+// run runs once every interval and on each change of revisions.
+func (l *Loop) run(ctx context.Context, once func(context.Context) (Written, error)) error {
 	log := ctrl.LoggerFrom(ctx).WithName("openreports")
 	interval := l.Interval
 	if interval <= 0 {
@@ -73,7 +76,7 @@ func (l *Loop) Start(ctx context.Context) error {
 	for {
 		started := time.Now()
 		audited := l.revisions()
-		n, err := l.Once(ctx)
+		n, err := once(ctx)
 		switch {
 		case errors.Is(err, ErrNotInstalled):
 			if !missing {

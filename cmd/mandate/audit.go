@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	v1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/audit"
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/inventory"
+	"github.com/mandate-dev/mandate/openreports"
 )
 
 type auditOptions struct {
@@ -31,7 +35,7 @@ type auditOptions struct {
 func newAuditCommand() *cobra.Command {
 	var o auditOptions
 	cmd := &cobra.Command{
-		Use:   "audit (--bundle FILE | --policies DIR) (--snapshot FILE | --kubeconfig FILE [--namespace NS]) [-o table|json|yaml]",
+		Use:   "audit (--bundle FILE | --policies DIR) (--snapshot FILE | --kubeconfig FILE [--namespace NS]) [-o table|json|yaml|openreports]",
 		Short: "Report what a candidate policy would deny or change among the workloads that already exist",
 		Long: `Decide every workload that already exists (Pods, batch Jobs, PyTorchJobs and
 Volcano Jobs, from a snapshot file or listed from the API server) against a
@@ -48,6 +52,10 @@ audited through their owner. Nothing is reserved or written.
 The snapshot is what ` + "`kubectl get nodes,namespaces,pods,jobs,pytorchjobs,vcjobs -A -o yaml`" + `
 prints (the format of mandate eval --cluster). Without --bundle or --policies
 the embedded default authority model is the candidate.
+
+-o openreports prints what serve's background audit writes: one OpenReports
+Report per namespace with a result per workload and violated rule, as a
+YAML List that kubectl apply takes.
 
 Exit status: 0 when nothing would be denied, 1 when some workload would be,
 2 on bad input.`,
@@ -67,7 +75,7 @@ Exit status: 0 when nothing would be denied, 1 when some workload would be,
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "audit only this namespace's workloads (usage still counts the whole cluster)")
 	f.StringSliceVar(&o.exempt, "exempt-namespace", nil, "namespaces Mandate does not govern, beside kube-system, kube-public and kube-node-lease (e.g. Mandate's own)")
-	addOutputFlag(cmd, &o.output)
+	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputYAML, outputOpenReports)
 	return cmd
 }
 
@@ -111,6 +119,8 @@ func runAudit(ctx context.Context, out io.Writer, o auditOptions) (int, error) {
 		err = audit.WriteJSON(out, rep)
 	case outputYAML:
 		err = writeStructured(out, outputYAML, rep)
+	case outputOpenReports:
+		err = writeOpenReports(out, rep)
 	default:
 		err = audit.WriteTable(out, rep)
 	}
@@ -145,4 +155,18 @@ func readInventory(ctx context.Context, o auditOptions) (*inventory.Inventory, e
 		return inventory.ReadSnapshot(o.snapshot)
 	}
 	return inventory.ListKubeconfig(ctx, o.kubeconfig, o.kubeContext)
+}
+
+// outputOpenReports is audit's -o for OpenReports Reports.
+const outputOpenReports = "openreports"
+
+// writeOpenReports writes the audit as the Reports serve's background
+// audit writes, in a YAML List.
+func writeOpenReports(out io.Writer, rep *audit.Report) error {
+	list := struct {
+		metav1.TypeMeta `json:",inline"`
+		Items           []*v1alpha1.Report `json:"items"`
+	}{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"},
+		Items: openreports.Build(rep, nil, openreports.Options{Now: time.Now()})}
+	return writeStructured(out, outputYAML, list)
 }

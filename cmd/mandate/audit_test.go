@@ -12,10 +12,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	v1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/openreports"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
@@ -132,4 +135,38 @@ func TestAuditBadInput(t *testing.T) {
 			assert.Contains(t, errText, tc.wantErr)
 		})
 	}
+}
+
+// TestAuditOpenReports: -o openreports prints one Report per namespace
+// with a violation, a result per workload and violated rule, in a List
+// that the OpenReports types read back.
+func TestAuditOpenReports(t *testing.T) {
+	code, out, errText := run(t, "audit", "--bundle", candidateBundle(t), "--snapshot", auditAdmitted, "-o", "openreports")
+	require.Equal(t, exitDenied, code, errText)
+	var list struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Items      []v1alpha1.Report
+	}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(out), &list), out)
+	assert.Equal(t, "List", list.Kind)
+	got := map[string]string{}
+	for _, r := range list.Items {
+		assert.Equal(t, "openreports.io/v1alpha1", r.APIVersion)
+		assert.Equal(t, "Report", r.Kind)
+		assert.Equal(t, openreports.ReportName, r.Name)
+		assert.Equal(t, len(r.Results), r.Summary.Fail, r.Namespace)
+		for _, res := range r.Results {
+			require.Len(t, res.Subjects, 1)
+			assert.Equal(t, r.Namespace, res.Subjects[0].Namespace)
+			assert.Equal(t, "candidate-7", res.Properties[openreports.PropertyRevision])
+			if res.Severity == "high" {
+				got[res.Subjects[0].Kind+" "+r.Namespace+"/"+res.Subjects[0].Name] = res.Category + "/" + res.Rule
+			}
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"Job product/finetune": "priority/PRIORITY_NOT_ALLOWED",
+		"Pod vision/vit-0":     "quota/QUOTA_EXCEEDS_CEILING",
+	}, got)
 }
