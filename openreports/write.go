@@ -42,8 +42,9 @@ type Written struct {
 	Applied, Deleted, Unchanged int
 }
 
-// Existing lists Mandate's Reports in every namespace; ErrNotInstalled
-// when the kind is not served.
+// Existing lists Mandate's Reports in every namespace (named ReportName
+// and labelled as Mandate's: no other Report is ever updated or deleted);
+// ErrNotInstalled when the kind is not served.
 func (w Writer) Existing(ctx context.Context) ([]v1alpha1.Report, error) {
 	var list v1alpha1.ReportList
 	if err := w.Client.List(ctx, &list, client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
@@ -52,7 +53,13 @@ func (w Writer) Existing(ctx context.Context) ([]v1alpha1.Report, error) {
 		}
 		return nil, fmt.Errorf("unable to list the OpenReports Reports: %w", err)
 	}
-	return list.Items, nil
+	own := list.Items[:0]
+	for _, r := range list.Items {
+		if r.Name == ReportName {
+			own = append(own, r)
+		}
+	}
+	return own, nil
 }
 
 // Write makes Mandate's Reports desired (as Build returns them): each

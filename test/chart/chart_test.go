@@ -377,6 +377,8 @@ func TestValuesRejected(t *testing.T) {
 		{"unknown top-level key", []string{"--set", "replicas=3"}, "additional properties 'replicas' not allowed"},
 		{"unknown nested key", []string{"--set", "webhook.timeout=3"}, "additional properties 'timeout' not allowed"},
 		{"timeoutSeconds above 30", []string{"--set", "webhook.timeoutSeconds=31"}, "/webhook/timeoutSeconds"},
+		{"openReports.maxResults 0", []string{"--set", "openReports.maxResults=0"}, "/openReports/maxResults"},
+		{"openReports.interval not a duration", []string{"--set", "openReports.interval=hourly"}, "/openReports/interval"},
 		{"timeoutSeconds as a string", []string{"--set-string", "webhook.timeoutSeconds=3"}, "/webhook/timeoutSeconds"},
 		{"no cert-manager and no TLS", []string{"--set", "certManager.enabled=false"}, "tls.secretName"},
 		{"no cert-manager and no CA bundle", []string{"--set", "certManager.enabled=false", "--set", "tls.secretName=s"}, "tls.caBundle"},
