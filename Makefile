@@ -30,13 +30,23 @@ build: ## Build the mandate binary into bin/.
 	@echo "go build -o $(MANDATE) ./cmd/mandate  (version $(VERSION))"
 	@$(GO) build -ldflags '$(LDFLAGS)' -o $(MANDATE) ./cmd/mandate
 
+# The release's semantic version (krew requires one): the tag when the
+# commit has one, else v0.0.0-<git describe>.
+RELEASE_VERSION ?= $(shell v=$$(git describe --tags --exact-match --match 'v*' 2>/dev/null) && echo $$v || echo v0.0.0-$(subst .,-,$(VERSION)))
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64
+
+.PHONY: release
+release: ## Build the kubectl plugin (kubectl-mandate) for RELEASE_PLATFORMS into bin/release: a tar.gz per platform, SHA256SUMS and the krew manifest mandate.yaml with their checksums (not published from here).
+	$(GO) run ./hack/release --version '$(RELEASE_VERSION)' --commit '$(COMMIT)' --source-date-epoch '$(SOURCE_DATE_EPOCH)' \
+		--platforms '$(RELEASE_PLATFORMS)' --out $(BIN)/release
+
 .PHONY: image
 image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for another) without a container engine: OCI layout bin/mandate-image, tarball bin/mandate-image.tar, digest bin/mandate-image.digest.
 	$(GO) run ./hack/image --arch $(ARCH) --version '$(VERSION)' --commit '$(COMMIT)' --source-date-epoch '$(SOURCE_DATE_EPOCH)' \
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl, helm, promtool and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl, helm, promtool, krew and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator, OpenReports and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test
@@ -105,4 +115,4 @@ bench-scale: envtest-assets ## serve as the chart runs it (BENCH_SCALE_REPLICAS=
 
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
-	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest
+	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest $(BIN)/release
