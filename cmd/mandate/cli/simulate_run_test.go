@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 )
 
 const (
-	exampleTrace = "../../examples/simulate/trace.jsonl"
+	exampleTrace = "../../../examples/simulate/trace.jsonl"
 )
 
 // candidatePolicies writes the default policies to a directory with
