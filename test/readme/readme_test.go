@@ -85,7 +85,7 @@ func sectionCommands(t *testing.T, readme, heading string) []string {
 func TestPolicyBundlesSection(t *testing.T) {
 	env := envtest.Start(t)
 	root := env.RepoRoot
-	cmds := sectionCommands(t, filepath.Join(root, "README.md"), "## Policy bundles")
+	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## Policy bundles"))
 	require.NotEmpty(t, cmds)
 
 	// The working directory a reader has: the repository (a Git work tree

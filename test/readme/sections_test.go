@@ -35,12 +35,13 @@ import (
 // the test that runs them. Every line of these sections that is neither a
 // synopsis nor in notRun is run; a new one is run too.
 var runBy = map[string]string{
-	"## The two commands":                         "TestTwoCommandsSection",
-	"## The authority model":                      "TestAuthorityModelSection",
-	"## From model to schedulers: `mandate sync`": "TestSyncSection",
-	"## Policy bundles":                           "TestPolicyBundlesSection",
-	"## Installing with Helm":                     "TestHelmSection",
-	"## What-if: `mandate simulate fgd`":          "TestWhatIfFGDSection",
+	"## The two commands":                          "TestTwoCommandsSection",
+	"## The authority model":                       "TestAuthorityModelSection",
+	"## From model to schedulers: `mandate sync`":  "TestSyncSection",
+	"## Policy bundles":                            "TestPolicyBundlesSection",
+	"## Installing with Helm":                      "TestHelmSection",
+	"## What-if: `mandate simulate fgd`":           "TestWhatIfFGDSection",
+	"## What-if over time: `mandate simulate run`": "TestWhatIfOverTimeSection",
 }
 
 // notRun are the README lines no test runs, exactly as written, with why.
@@ -48,6 +49,12 @@ var notRun = map[string]string{
 	"make demo   # run Mandate as the webhook of a local API server, create the example workloads, print what happened, and why": "starts its own API server and serve " +
 		"and creates every example, for people to watch: too slow inside `make test` (hack/demo's table is tested there)",
 	"make test   # every test: Go unit, property and fuzz-seed tests, the Rego suites, a short fuzz run": "is the whole test suite, this test among it",
+	"mandate bundle build policies --revision \"$(git rev-parse HEAD)\" --test -o bundle.tar.gz": "a step of the governance repository's CI, " +
+		"in its own checkout; TestPolicyBundlesSection runs bundle build --test on this repository's policies",
+	"mandate simulate run --trace demand.jsonl --cluster cluster.yaml     --policies main/policies --candidate policies     " +
+		"--fail-if 'wait.p95[research-llm] > +20%' --fail-if 'denied[guaranteed] > +0'     --fail-if 'stranded_gpu_hours > +10%'": "a step of the " +
+		"governance repository's CI, with its own demand and main's policies checked out beside; TestWhatIfOverTimeSection runs the same gate " +
+		"on the example trace",
 	`kubectl -n mandate-system logs deploy/mandate | grep '"logger":"decision"'`: "needs a kubelet running the chart's pod, which the test API server has not; " +
 		"TestInstall (test/chart) checks that serve writes the dryrun decision line",
 }
@@ -209,6 +216,28 @@ func TestWhatIfFGDSection(t *testing.T) {
 		ran[policy] = true
 	}
 	assert.Equal(t, map[string]bool{"best-fit": true, "random": true}, ran)
+}
+
+// TestWhatIfOverTimeSection lowers research-llm's ceiling in a copy of the
+// policies and replays the example trace under both: the gate exits 1 with
+// the p95 wait the section quotes.
+func TestWhatIfOverTimeSection(t *testing.T) {
+	root := repoRootOf(t)
+	w := newWorkspace(t, root, nil, "policies", "examples")
+	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## What-if over time: `mandate simulate run`"))
+	require.Len(t, cmds, 3)
+	var out string
+	for _, c := range cmds {
+		var code int
+		out, code = w.run(t, c)
+		if strings.HasPrefix(c, "bin/mandate simulate run ") {
+			require.Equal(t, 1, code, "the gate holds: %s\n%s", c, out)
+			continue
+		}
+		require.Zero(t, code, "%s\n%s", c, out)
+	}
+	assert.Contains(t, out, "fail-if held: wait.p95[research-llm] > +20%: 12000 → 23400 (+95.0%)")
+	assert.Regexp(t, `\nresearch-llm +7 +7 +0 +7 +0 \(0/0\) +3\.3h +6\.5h +6\.5h`, out, "the candidate's research-llm row")
 }
 
 // TestAuthorityModelSection runs the model check and OPA's CLI on a copy of
