@@ -273,25 +273,10 @@ func (s *sim) mayPreempt(j, victim *job) bool {
 // latest started first, until j's minimum fits; when it cannot fit even
 // then, nothing is evicted.
 func (s *sim) preemptFor(j *job, n int) bool {
-	var victims []*job
-	for v := range s.running {
-		if s.mayPreempt(j, v) {
-			victims = append(victims, v)
-		}
-	}
+	victims := s.victims(func(v *job) bool { return s.mayPreempt(j, v) })
 	if len(victims) == 0 {
 		return false
 	}
-	sort.Slice(victims, func(a, b int) bool {
-		x, y := victims[a], victims[b]
-		if x.value != y.value {
-			return x.value < y.value
-		}
-		if x.started != y.started {
-			return x.started > y.started
-		}
-		return x.seq < y.seq
-	})
 	for k, v := range victims {
 		s.unbind(v)
 		if s.place(j, n) {
@@ -319,25 +304,12 @@ func (s *sim) reclaimFor(j *job) bool {
 	if j.preempt || j.gpus == 0 {
 		return false
 	}
-	var victims []*job
-	for v := range s.running {
-		if v.preempt && v.tenant != j.tenant && sharesAncestor(j.chain, v.chain) {
-			victims = append(victims, v)
-		}
-	}
+	victims := s.victims(func(v *job) bool {
+		return v.preempt && v.tenant != j.tenant && sharesAncestor(j.chain, v.chain)
+	})
 	if len(victims) == 0 {
 		return false
 	}
-	sort.Slice(victims, func(a, b int) bool {
-		x, y := victims[a], victims[b]
-		if x.value != y.value {
-			return x.value < y.value
-		}
-		if x.started != y.started {
-			return x.started > y.started
-		}
-		return x.seq < y.seq
-	})
 	// A trial on the usage alone: the victims' GPUs taken off their
 	// chains, put back unless enough of them make room.
 	taken := 0
@@ -359,6 +331,29 @@ func (s *sim) reclaimFor(j *job) bool {
 		s.evict(v, false)
 	}
 	return true
+}
+
+// victims are the running jobs that may be evicted, in the order they are:
+// the lowest value first, then the latest started, then the earlier in
+// the trace.
+func (s *sim) victims(may func(*job) bool) []*job {
+	var out []*job
+	for v := range s.running {
+		if may(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if x.value != y.value {
+			return x.value < y.value
+		}
+		if x.started != y.started {
+			return x.started > y.started
+		}
+		return x.seq < y.seq
+	})
+	return out
 }
 
 // sharesAncestor says whether two tenant chains (a tenant and its

@@ -90,20 +90,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	envtest.StartKueue(t, s.env)
 	kueueNodes(t, s)
 
-	// Kueue's objects, as mandate sync makes them: its code path, on the
-	// model of the bundle serve runs, for Kueue.
-	spec, err := model.FromData(map[string]any{"mandate": map[string]any{"model": data}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncer := schedsync.Syncer{Client: s.env.Client}
-	plan, err := syncer.PlanModel(ctx, spec, schedsync.Options{Schedulers: []string{"kueue"}})
-	if err != nil {
-		t.Fatalf("mandate sync's plan: %v", err)
-	}
-	if err := syncer.Apply(ctx, plan, false); err != nil {
-		t.Fatalf("mandate sync's apply: %v", err)
-	}
+	spec := syncKueue(t, s, data)
 	clusterQueue := spec.QueueName("product")
 	lq := &unstructured.Unstructured{}
 	lq.SetGroupVersionKind(schedsync.LocalQueueKind.GVK)
@@ -239,6 +226,27 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	if got := s.srv.State.Usage("product")["product"]["nvidia.com/gpu"]; got != before {
 		t.Errorf("product's usage went from %+v to %+v: a Kueue Job is Kueue's quota", before, got)
 	}
+}
+
+// syncKueue makes Kueue's objects as mandate sync makes them — its code
+// path, on the model data of the bundle serve runs, for Kueue — and
+// returns that model.
+func syncKueue(t *testing.T, s *suite, data map[string]any) model.Model {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := model.FromData(map[string]any{"mandate": map[string]any{"model": data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncer := schedsync.Syncer{Client: s.env.Client}
+	plan, err := syncer.PlanModel(ctx, spec, schedsync.Options{Schedulers: []string{"kueue"}})
+	if err != nil {
+		t.Fatalf("mandate sync's plan: %v", err)
+	}
+	if err := syncer.Apply(ctx, plan, false); err != nil {
+		t.Fatalf("mandate sync's apply: %v", err)
+	}
+	return spec
 }
 
 // kueueNodes readies the test cluster's eight GPU nodes for Kueue's

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/simulate/replay"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -129,18 +128,7 @@ func TestSimulationAgreesWithKueue(t *testing.T) {
 	}
 	envtest.StartKueue(t, s.env)
 	kueueNodes(t, s)
-	spec, err := model.FromData(map[string]any{"mandate": map[string]any{"model": data}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncer := schedsync.Syncer{Client: s.env.Client}
-	plan, err := syncer.PlanModel(ctx, spec, schedsync.Options{Schedulers: []string{"kueue"}})
-	if err != nil {
-		t.Fatalf("mandate sync's plan: %v", err)
-	}
-	if err := syncer.Apply(ctx, plan, false); err != nil {
-		t.Fatalf("mandate sync's apply: %v", err)
-	}
+	spec := syncKueue(t, s, data)
 	for _, name := range []string{"alpha", "beta"} {
 		lq := &unstructured.Unstructured{}
 		lq.SetGroupVersionKind(schedsync.LocalQueueKind.GVK)
