@@ -40,7 +40,7 @@ envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manage
 	hack/envtest-assets.sh
 
 .PHONY: test
-test: build envtest-assets chromium ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
+test: build envtest-assets chromium slurm ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -tags load -count=1 -v -run 'TestBurst|TestRestartDuringBurst|TestBundleHotSwapUnderLoad|TestFailure|TestRotationUnderLoad|TestSelfSignedServe|TestLargeObjectsBoundedMemory|TestNoCredentialAnywhere|TestReplicasSpendTheGuaranteeOnce|TestTwoAPIServersSpendTheGuaranteeOnce|TestAPIServerRestartDuringSharedBurst|TestSustainedCreatesKeepTheLedgerFlat' ./test/load/ 2>&1 | grep -E '^(burst|webhook|client|restart|hotswap|failure|rotation|selfSigned|memory|secrets|replicas|sustained|--- |ok|FAIL|PASS|    [a-z_]+_test.go:[0-9]+:)'
 	$(MANDATE) opa test policies/ -v --explain=fails | tail -n 3
@@ -49,6 +49,10 @@ test: build envtest-assets chromium ## Run every test: Go unit, property, fuzz-s
 .PHONY: chromium
 chromium: ## Install Debian's chromium when missing (the HTML report's headless-browser test needs it).
 	hack/chromium.sh
+
+.PHONY: slurm
+slurm: ## Install Debian's Slurm 22.05, munge and MariaDB when missing (the real-Slurm test, test/slurm, needs them).
+	hack/slurm.sh
 
 .PHONY: demo
 demo: ## Run mandate serve as the webhook of a local kube-apiserver, load the example cluster, create the example workloads and print what was admitted, mutated or denied, and why.
