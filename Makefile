@@ -78,10 +78,11 @@ lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict
 	$(BIN)/k8s/helm lint --strict charts/mandate --set policies.source=embedded-demo # the chart has no default model
 
 .PHONY: fuzz
-fuzz: ## Fuzz the workload normaliser, the admission handler and the model checker (FUZZTIME=10m for a long run).
+fuzz: ## Fuzz the workload normaliser, the admission handler, the model checker and the sbatch parser (FUZZTIME=10m for a long run).
 	$(GO) test ./workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./modelcheck/ -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workload/sbatch/ -run '^$$$$' -fuzz '^FuzzParse$$$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // The marks of what Mandate owns in Slurm's database.
@@ -34,7 +35,7 @@ const (
 )
 
 // GPUResource is the model's quota resource Slurm counts as gres/gpu.
-const GPUResource = "nvidia.com/gpu"
+const GPUResource = topology.DefaultGPUResource
 
 // The TRES names of GPUs.
 const (
