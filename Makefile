@@ -82,7 +82,7 @@ fuzz: ## Fuzz the workload normaliser, the admission handler, the model checker 
 	$(GO) test ./workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./modelcheck/ -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./workload/sbatch/ -run '^$$$$' -fuzz '^FuzzParse$$$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workload/sbatch/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.
