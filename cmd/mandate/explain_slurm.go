@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/mandate-dev/mandate/schedsync/slurm"
+	"github.com/mandate-dev/mandate/slurmview"
+)
+
+// slurmKind is explain's KIND of a Slurm job: slurm/JOBID.
+const slurmKind = "slurm"
+
+func runSlurmExplain(ctx context.Context, out io.Writer, id, output string) (int, error) {
+	es, err := slurmview.Explain(ctx, slurm.Exec, id)
+	if err != nil {
+		return 0, err
+	}
+	switch output {
+	case outputJSON, outputYAML:
+		if err := writeStructured(out, output, es[0]); err != nil {
+			return 0, err
+		}
+	default:
+		if err := slurmview.WriteTable(out, es); err != nil {
+			return 0, err
+		}
+	}
+	if es[0].Verdict == slurmview.VerdictWaits {
+		return exitDenied, nil
+	}
+	return exitAdmitted, nil
+}
