@@ -31,3 +31,24 @@ func runSlurmExplain(ctx context.Context, out io.Writer, id, output string) (int
 	}
 	return exitAdmitted, nil
 }
+
+// runSlurmReport prints every Slurm job with the dimension holding it.
+func runSlurmReport(ctx context.Context, out io.Writer, output string) (int, error) {
+	es, err := slurmview.Explain(ctx, slurm.Exec)
+	if err != nil {
+		return 0, err
+	}
+	if output == outputJSON {
+		if err := writeStructured(out, output, es); err != nil {
+			return 0, err
+		}
+	} else if err := slurmview.WriteTable(out, es); err != nil {
+		return 0, err
+	}
+	for _, e := range es {
+		if e.Verdict == slurmview.VerdictWaits {
+			return exitDenied, nil
+		}
+	}
+	return exitAdmitted, nil
+}

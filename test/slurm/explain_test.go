@@ -30,4 +30,8 @@ func testExplainPendingJob(t *testing.T, c *slurmCluster, bin, _ string, job str
 	assert.Equal(t, "account research-vision GrpTRES gres/gpu=4", e.Limit)
 	assert.Equal(t, "2 in use + 6 requested", e.Current)
 	assert.Contains(t, e.Message, "could never run")
+
+	out, code = c.mandate(t, bin, "report", "--slurm")
+	assert.Equal(t, 1, code, "report --slurm exits 1 while a job waits:\n%s", out)
+	assert.Regexp(t, job+` +research-vision +train +PENDING +AssocGrpGRES +quota +account research-vision GrpTRES gres/gpu=4 +2 in use \+ 6 requested`, out)
 }
