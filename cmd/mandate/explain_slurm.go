@@ -5,11 +5,12 @@ import (
 	"io"
 
 	"github.com/mandate-dev/mandate/schedsync/slurm"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/slurmview"
 )
 
 // slurmKind is explain's KIND of a Slurm job: slurm/JOBID.
-const slurmKind = "slurm"
+var slurmKind = facts.Slurm.Name
 
 func runSlurmExplain(ctx context.Context, out io.Writer, id, output string) (int, error) {
 	es, err := slurmview.Explain(ctx, slurm.Exec, id)

@@ -13,6 +13,7 @@ import (
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
 	"github.com/mandate-dev/mandate/inventory"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 const outputHTML = "html"
@@ -54,7 +55,7 @@ GrpTRES limit and the GPUs in use; exit 1 when any job waits.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
 	f.StringSliceVar(&o.exempt, "exempt-namespace", nil, "namespaces Mandate does not govern, beside kube-system, kube-public and kube-node-lease")
-	f.BoolVar(&slurmView, "slurm", false, "report the Slurm cluster's jobs (squeue's reasons by authority dimension) instead")
+	f.BoolVar(&slurmView, facts.Slurm.Name, false, "report the Slurm cluster's jobs (squeue's reasons by authority dimension) instead")
 	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputHTML)
 	return cmd
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/schedsync/slurm"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
-// The targets of mandate sync.
-const (
-	targetKubernetes = "kubernetes"
-	targetSlurm      = "slurm"
-)
+// The targets of mandate sync: the Kubernetes schedulers' objects, or a
+// Slurm cluster (the registry's name for Slurm).
+const targetKubernetes = "kubernetes"
+
+var targetSlurm = facts.Slurm.Name
 
 type slurmSyncOptions struct {
 	nodes   string
