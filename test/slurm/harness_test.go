@@ -295,6 +295,21 @@ Include %[4]s/etc/mandate-partitions.conf
 	})
 	c.start(t, "slurmctld", "-D")
 	c.start(t, "slurmd", "-D", "-N", nodeName)
+	// Before slurmd and slurmctld stop (cleanups run last first), cancel
+	// every job and wait for them to end, so that no slurmstepd outlives
+	// the cluster.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, _ = c.run(ctx, "scancel", "--full", "-u", "root")
+		for ctx.Err() == nil {
+			out, err := c.run(ctx, "squeue", "-h", "-o", "%i")
+			if err != nil || strings.TrimSpace(out) == "" {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	})
 	eventually(t, "the node idle", func() (bool, string) {
 		out, err := c.run(context.Background(), "sinfo", "-h", "-n", nodeName, "-o", "%T")
 		return err == nil && strings.TrimSpace(out) == "idle", out
