@@ -98,13 +98,13 @@ bench-admission: envtest-assets ## The quota ledger's cost per decision: in memo
 	$(GO) test ./test/e2e/ -run '^$$' -bench '^BenchmarkAdmissionLedger$$' -benchtime 1000x -timeout 30m
 
 .PHONY: bench-webhook
-bench-webhook: build ## Mandate's webhook beside a plain OPA server (pure Rego) and Gatekeeper (built from the module proxy), interleaved on this machine: reviews/s, p50/p99/max, CPU per review, ratios (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONCURRENCY).
+bench-webhook: build ## Mandate's webhook (one replica in memory, the chart's two replicas with the shared ledger, three) beside a plain OPA server (pure Rego) and Gatekeeper (built from the module proxy), interleaved on this machine: reviews/s, p50/p99/max, CPU per review, ratios (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONCURRENCY).
 	hack/envtest-assets.sh kube-apiserver etcd
 	hack/gatekeeper.sh
 	$(GO) run ./hack/benchwebhook --mandate $(MANDATE)
 
 .PHONY: bench-scale
-bench-scale: envtest-assets ## serve at the reference scale on a real API server: 12,500 nodes × 8 GPUs and BENCH_SCALE_PODS pods (default 10k…150k); ready time, RSS, decision latency, a 1,000-pod gang.
+bench-scale: envtest-assets ## serve as the chart runs it (BENCH_SCALE_REPLICAS=2 replicas, shared ledger, behind one address) at the reference scale on a real API server: 12,500 nodes × 8 GPUs and BENCH_SCALE_PODS pods (default 10k…150k); ready time, RSS, decision latency, a 1,000-pod gang from the Job create to the last pod admitted beside the same pods created with no webhook.
 	$(GO) test -tags benchscale ./test/benchscale/ -run '^TestBenchScale$$' -v -count 1 -timeout 6h
 
 .PHONY: clean

@@ -23,8 +23,12 @@ import (
 // target is one system under load.
 type target struct {
 	name string
-	url  string // the admission endpoint
-	pid  int    // the server process whose CPU is counted
+	// urls are the admission endpoints of the system's replicas: each
+	// connection goes to the next one, as a Service's kube-proxy picks a
+	// backend per connection.
+	urls []string
+	pids []int // the server processes whose CPU is counted
+	next *atomic.Uint32
 	// deniedDims are the dimensions the system checks (nil: all): an
 	// example denied on another dimension is expected admitted.
 	deniedDims []string
@@ -149,7 +153,7 @@ func measure(ctx context.Context, t target, examples []example, concurrency int,
 // sent perWorker requests (d is then ignored).
 func drive(ctx context.Context, t target, examples []example, concurrency int, d time.Duration, perWorker int) (*cell, error) {
 	c := &cell{system: t.name, concurrency: concurrency, errorCounts: map[string]int{}}
-	srvBefore, err := processCPU(t.pid)
+	srvBefore, err := processesCPU(t.pids)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +235,7 @@ func drive(ctx context.Context, t target, examples []example, concurrency int, d
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	srvAfter, err := processCPU(t.pid)
+	srvAfter, err := processesCPU(t.pids)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.name, err)
 	}
@@ -309,6 +313,38 @@ func truncate(s string, n int) string {
 // clockTick is USER_HZ, the unit of /proc/PID/stat's utime and stime: 100
 // on every Linux architecture Go supports.
 const clockTick = 100
+
+// processesCPU is the CPU time the processes have used together.
+func processesCPU(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, err := processCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// endpoint is the URL the next connection goes to, round-robin over the
+// replicas.
+func (t target) endpoint() string {
+	if len(t.urls) == 1 || t.next == nil {
+		return t.urls[0]
+	}
+	return t.urls[int(t.next.Add(1)-1)%len(t.urls)]
+}
+
+// replica is the target of the i-th replica alone.
+func (t target) replica(i int) target {
+	r := t
+	r.urls, r.next = t.urls[i:i+1], nil
+	if i < len(t.pids) {
+		r.pids = t.pids[i : i+1]
+	}
+	return r
+}
 
 // processCPU is the user+system CPU time pid has used, from /proc/PID/stat.
 func processCPU(pid int) (time.Duration, error) {

@@ -40,7 +40,7 @@ func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
 	require.NoError(t, err)
 	srv := httptest.NewTLSServer(admitAll)
 	defer srv.Close()
-	tgt := target{name: "admit-all", url: srv.URL, pid: os.Getpid(), client: srv.Client()}
+	tgt := target{name: "admit-all", urls: []string{srv.URL}, pids: []int{os.Getpid()}, client: srv.Client()}
 	// Each of the two workers sends every example once.
 	c, err := drive(context.Background(), tgt, examples, 2, 0, len(examples))
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
 	require.Zero(t, c.errors)
 	require.Contains(t, c.firstWrong, "expected denied")
 	require.Len(t, c.latencies, c.ok+c.wrong)
-	require.NoError(t, checkAll(context.Background(), target{name: "x", url: srv.URL, client: srv.Client(), deniedDims: []string{}}, examples),
+	require.NoError(t, checkAll(context.Background(), target{name: "x", urls: []string{srv.URL}, client: srv.Client(), deniedDims: []string{}}, examples),
 		"a system checking no dimension is expected to admit everything")
 	require.Error(t, checkAll(context.Background(), tgt, examples))
 
@@ -57,7 +57,7 @@ func TestDriveCountsWrongVerdictsAndErrors(t *testing.T) {
 		http.Error(w, "policy evaluation exceeded its deadline", http.StatusInternalServerError)
 	}))
 	defer failing.Close()
-	tgt = target{name: "failing", url: failing.URL, pid: os.Getpid(), client: failing.Client()}
+	tgt = target{name: "failing", urls: []string{failing.URL}, pids: []int{os.Getpid()}, client: failing.Client()}
 	c, err = drive(context.Background(), tgt, examples, 2, 0, 3)
 	require.NoError(t, err)
 	require.Zero(t, c.ok+c.wrong)
@@ -75,7 +75,7 @@ func TestReviewErrorsAreNotVerdicts(t *testing.T) {
 	srv := httptest.NewTLSServer(answering(
 		`"allowed":false,"status":{"code":500,"message":"mandate could not decide: policy evaluation exceeded its deadline"}`))
 	defer srv.Close()
-	tgt := target{name: "erroring", url: srv.URL, pid: os.Getpid(), client: srv.Client()}
+	tgt := target{name: "erroring", urls: []string{srv.URL}, pids: []int{os.Getpid()}, client: srv.Client()}
 	c, err := drive(context.Background(), tgt, examples, 2, 0, len(examples))
 	require.NoError(t, err)
 	require.Zero(t, c.ok+c.wrong, "a failure to decide is neither right nor wrong")

@@ -4,6 +4,10 @@
 //   - mandate (one tree)      `mandate serve` with the example authority model,
 //     every tenant under one root, as test/load starts it against an envtest
 //     API server;
+//   - mandate (chart)         two replicas as the chart runs them, sharing
+//     the quota ledger (--shared-quota, TenantLedger objects), each load
+//     connection to the next replica as a Service balances connections;
+//     mandate (three) the same with three replicas;
 //   - mandate (independent)   the same with every tenant its own root (the
 //     model derived from policies/mandate/model/data.json without parents);
 //   - opa                     a plain OPA server (`mandate opa run --server`)
@@ -26,7 +30,8 @@
 // a few rounds, and prints reviews/s, p50/p99/max latency and CPU per review
 // (the server process's utime+stime, and the load generator's own) per
 // system and concurrency, with the ratios mandate/opa, mandate/gatekeeper,
-// mandate/gatekeeper-light and one-tree/independent. A busy machine makes
+// mandate/gatekeeper-light, chart/memory, three/memory and
+// one-tree/independent. A busy machine makes
 // the numbers slower, never fails the run; a system that answers an
 // example wrongly fails it.
 package main
@@ -66,7 +71,12 @@ type config struct {
 
 // Systems, in the order the table lists them.
 const (
-	sysMandate     = "mandate"
+	sysMandate = "mandate"
+	// sysChart is the chart's configuration: two replicas sharing the
+	// quota ledger, one connection per replica in turn as a Service
+	// balances them; sysThree the same with three.
+	sysChart       = "mandate-chart"
+	sysThree       = "mandate-three"
 	sysIndependent = "mandate-independent"
 	sysOPA         = "opa"
 	sysGatekeeper  = "gatekeeper"
@@ -77,7 +87,10 @@ const (
 	sysGatekeeperLight = "gatekeeper-light"
 )
 
-var allSystems = []string{sysMandate, sysIndependent, sysOPA, sysGatekeeper, sysGatekeeperLight}
+var allSystems = []string{sysMandate, sysChart, sysThree, sysIndependent, sysOPA, sysGatekeeper, sysGatekeeperLight}
+
+// replicaCount is how many replicas a system of several runs.
+var replicaCount = map[string]int{sysChart: 2, sysThree: 3}
 
 func main() {
 	c, err := parseConfig(os.Args[1:], os.Getenv)

@@ -36,9 +36,10 @@ type rawConn struct {
 // newRawConn prepares a connection to t's endpoint with the TLS settings
 // of t's client (which trusts the system's CA); it dials on first use.
 func newRawConn(t target) (*rawConn, error) {
-	u, err := url.Parse(t.url)
+	endpoint := t.endpoint()
+	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: %q is not an https URL", t.name, t.url)
+		return nil, fmt.Errorf("%s: %q is not an https URL", t.name, endpoint)
 	}
 	tr, ok := t.client.Transport.(*http.Transport)
 	if !ok || tr.TLSClientConfig == nil {

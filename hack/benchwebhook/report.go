@@ -13,6 +13,8 @@ import (
 // labels name the systems in the tables.
 var labels = map[string]string{
 	sysMandate:         "mandate /mutate (one tree)",
+	sysChart:           "mandate /mutate (chart: 2 replicas, shared ledger)",
+	sysThree:           "mandate /mutate (3 replicas, shared ledger)",
 	sysIndependent:     "mandate /mutate (independent trees)",
 	sysOPA:             "opa run --server (pure Rego)",
 	sysGatekeeper:      "gatekeeper v3.23.1 /v1/admit (same checks)",
@@ -116,6 +118,8 @@ var ratioPairs = []struct{ name, num, den string }{
 	{"mandate/opa", sysMandate, sysOPA},
 	{"mandate/gatekeeper", sysMandate, sysGatekeeper},
 	{"mandate/gatekeeper-light", sysMandate, sysGatekeeperLight},
+	{"chart/memory", sysChart, sysMandate},
+	{"three/memory", sysThree, sysMandate},
 	{"one-tree/independent", sysMandate, sysIndependent},
 }
 

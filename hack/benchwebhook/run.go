@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -20,10 +21,21 @@ import (
 	"github.com/mandate-dev/mandate/test/envtest"
 )
 
-// system is a started system: its process and its load target.
+// system is a started system: its processes (one per replica) and its
+// load target.
 type system struct {
-	proc   *process
+	procs  []*process
 	target target
+}
+
+// alive fails when one of the system's processes has exited.
+func (s *system) alive() error {
+	for _, p := range s.procs {
+		if err := p.alive(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, c config, out io.Writer) (err error) {
@@ -132,10 +144,25 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 			// gk is the Gatekeeper system's policy and API server.
 			gk    *gatekeeperPolicy
 			gkEnv = env
+			// procs and urls are the replicas of a system of several.
+			procs []*process
+			urls  []string
 		)
 		switch name {
 		case sysMandate:
 			p, url, err = startMandate(name, c.mandate, kubeconfig, "", srv)
+		case sysChart, sysThree:
+			// As the chart runs it: replicas sharing the quota ledger
+			// (TenantLedger objects in the API server).
+			for i := range replicaCount[name] {
+				var rp *process
+				var ru string
+				if rp, ru, err = startMandate(fmt.Sprintf("%s-%d", name, i), c.mandate, kubeconfig, "", srv, "--shared-quota"); err != nil {
+					break
+				}
+				cleanups = append(cleanups, rp.stop)
+				procs, urls = append(procs, rp), append(urls, ru)
+			}
 		case sysIndependent:
 			dir := filepath.Join(tmp, "independent-policies")
 			if err = independentPolicies(ctx, c.mandate, model, dir); err == nil {
@@ -163,26 +190,34 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		cleanups = append(cleanups, p.stop)
+		if p != nil {
+			cleanups = append(cleanups, p.stop)
+			procs, urls = []*process{p}, []string{url}
+		}
 		client, err := newClient(srv.ca, maxConc)
 		if err != nil {
 			return err
 		}
-		s := &system{proc: p, target: target{name: name, url: url, pid: p.pid(), deniedDims: dims, client: client}}
-		if err := p.waitFor(ctx, readyTimeout, name+" ready", func() error { return httpOK(client, p.readyURL) }); err != nil {
-			return err
+		s := &system{procs: procs, target: target{name: name, urls: urls, deniedDims: dims, client: client, next: new(atomic.Uint32)}}
+		for _, rp := range procs {
+			s.target.pids = append(s.target.pids, rp.pid())
+			if err := rp.waitFor(ctx, readyTimeout, rp.name+" ready", func() error { return httpOK(client, rp.readyURL) }); err != nil {
+				return err
+			}
 		}
 		if gk != nil {
 			if err := installGatekeeperPolicy(ctx, gkEnv, *gk, readyTimeout); err != nil {
 				return fmt.Errorf("%w\n%s", err, p.tail())
 			}
 		}
-		// Every example answered as expected once before measuring: the
-		// informers have synced, the constraint is enforced.
-		if err := p.waitFor(ctx, readyTimeout, name+" answering every example as expected", func() error {
-			return checkAll(ctx, s.target, examples)
-		}); err != nil {
-			return err
+		// Every example answered as expected once by every replica before
+		// measuring: the informers have synced, the constraint is enforced.
+		for i, rp := range procs {
+			if err := rp.waitFor(ctx, readyTimeout, rp.name+" answering every example as expected", func() error {
+				return checkAll(ctx, s.target.replica(i), examples)
+			}); err != nil {
+				return err
+			}
 		}
 		logf("%s ready and answering every example as expected (%s since start)", name, time.Since(started).Round(100*time.Millisecond))
 		systems = append(systems, s)
@@ -196,7 +231,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 			// to cell, so none is always measured first or last.
 			for k := range systems {
 				s := systems[(k+round+ci)%len(systems)]
-				if err := s.proc.alive(); err != nil {
+				if err := s.alive(); err != nil {
 					return err
 				}
 				cl, err := measure(ctx, s.target, examples, conc, c.seconds)

@@ -25,9 +25,10 @@ type serving struct {
 }
 
 // startMandate runs `mandate serve` as test/load does: against the API
-// server with an admin kubeconfig, envtest's serving certificate, and the
-// policies of policiesDir ("" for the embedded example model).
-func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*process, string, error) {
+// server with an admin kubeconfig, envtest's serving certificate, the
+// policies of policiesDir ("" for the embedded example model) and the
+// extra flags.
+func startMandate(name, bin, kubeconfig, policiesDir string, s serving, extra ...string) (*process, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
@@ -52,6 +53,15 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*proces
 	if policiesDir != "" {
 		args = append(args, "--policies", policiesDir)
 	}
+	args = append(args, extra...)
+	if os.Getenv(pprofEnv) != "" {
+		pprof, err := freeAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, "--pprof-addr", pprof)
+		logf("%s: profiles at http://%s/debug/pprof/, metrics at http://%s/metrics", name, pprof, metrics)
+	}
 	// As the chart runs it, with GOMEMLIMIT, under which serve's
 	// gcPercent applies.
 	env := append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(fixtures.ChartGoMemLimit))
@@ -62,6 +72,10 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving) (*proces
 	p.readyURL = "http://" + health + "/readyz"
 	return p, "https://" + addr + "/mutate", nil
 }
+
+// pprofEnv, set to anything, gives every mandate replica a profiling
+// address of its own, logged at start (`curl …/debug/pprof/profile`).
+const pprofEnv = "BENCH_PPROF"
 
 // independentPolicies writes the default policies with the model's tenants
 // made independent trees into dir, and checks the model as `mandate model

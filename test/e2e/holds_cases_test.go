@@ -82,7 +82,7 @@ func (s *suite) holdsDRA(t *testing.T) {
 		if err := c.Status().Update(ctx, pod); err != nil {
 			t.Fatalf("run pod %s: %v", name, err)
 		}
-		s.proxy.rotate()
+		s.proxy.Rotate()
 		envtest.WaitFor(t, 20*time.Second, "every replica's cache to see ResourceClaim "+name+" allocated", func() bool {
 			for _, r := range s.replicas {
 				var cl resourcev1.ResourceClaim
@@ -208,7 +208,7 @@ func (s *suite) holdsRepin(t *testing.T) {
 	repin := func(obj client.Object, what string) {
 		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:%q}}}}}`, workload.LabelProduct, h100)
 		err := c.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
-		s.proxy.rotate()
+		s.proxy.Rotate()
 		switch {
 		case apierrors.IsForbidden(err):
 			t.Logf("re-pinning %s to H100 was denied: %v", what, err)
@@ -270,7 +270,7 @@ func (s *suite) holdsUnsuspend(t *testing.T) {
 	}
 	pastWindow()
 	err := c.Patch(ctx, later.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`)))
-	s.proxy.rotate()
+	s.proxy.Rotate()
 	switch {
 	case apierrors.IsForbidden(err):
 		t.Logf("unsuspending Job later was denied: %v", err)

@@ -142,7 +142,7 @@ func TestHoldsOutliveTheConfirmationWindow(t *testing.T) {
 	t.Run("Job unsuspended while the tenant is full", s.holdsUnsuspend)
 	t.Run("operator's pods created after others tried the guarantee", s.holdsLatePods)
 	t.Run("forged gang-owner annotation", s.holdsForgedGangOwner)
-	served := s.proxy.served()
+	served := s.proxy.Served()
 	t.Logf("connections per replica: %v", served)
 	for i, n := range served {
 		if n == 0 {
@@ -218,7 +218,7 @@ func holdPod(ns, name, gpus, product string) *corev1.Pod {
 // replicas), then rotates the proxy so the next call reaches the other.
 func (s *suite) admit(obj client.Object) error {
 	err := s.env.Client.Create(context.Background(), obj)
-	s.proxy.rotate()
+	s.proxy.Rotate()
 	return err
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/test/l4proxy"
 	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/workload"
@@ -43,7 +44,7 @@ type suite struct {
 	// replicas are every replica serving the webhooks, srv first; proxy
 	// spreads the API server's calls over them (nil with one replica).
 	replicas []*app.Server
-	proxy    *roundRobin
+	proxy    *l4proxy.RoundRobin
 }
 
 func freePort(t *testing.T) int {
@@ -88,11 +89,11 @@ func startWith(t *testing.T, so startOptions) *suite {
 	ctrl.SetLogger(log)
 
 	port := freePort(t)
-	var proxy *roundRobin
+	var proxy *l4proxy.RoundRobin
 	var timeout int32 // the default
 	if so.replicas > 1 {
-		proxy = listenRoundRobin(t)
-		port = proxy.port()
+		proxy = l4proxy.Listen(t)
+		port = proxy.Port()
 		so.env = append(so.env, envtest.WithWebhookClientCert())
 		// A commit through the shared ledger waits for the other
 		// replica's write: on a busy machine that outlasts the default
@@ -165,7 +166,7 @@ func startWith(t *testing.T, so startOptions) *suite {
 		envtest.WaitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return probe(healthAddr, "/readyz") == http.StatusOK })
 	}
 	if proxy != nil {
-		proxy.serve(backends)
+		proxy.Serve(backends)
 	}
 	return s
 }

@@ -1,4 +1,7 @@
-package e2e
+// Package l4proxy is a round-robin TCP proxy in front of several webhook
+// replicas, standing in for a Service's virtual IP in tests and benchmarks
+// that run replicas as the chart does.
+package l4proxy
 
 import (
 	"io"
@@ -8,46 +11,53 @@ import (
 	"time"
 )
 
-// roundRobin is an L4 TCP proxy in front of several webhook replicas, as a
+// RoundRobin is an L4 TCP proxy in front of several webhook replicas, as a
 // Service's virtual IP is: each new connection goes to the next backend,
 // and TLS passes through untouched (the API server's client certificate
 // reaches the replica). The API server keeps its connection to a webhook
 // open (HTTP/2), so on its own every call would reach one replica; rotate
 // closes the idle connections so the next call dials again, and reaches
 // the next replica.
-type roundRobin struct {
+type RoundRobin struct {
 	l        net.Listener
 	backends []string
 
-	mu    sync.Mutex
-	next  int
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	serving bool
+	next    int
+	conns   map[net.Conn]struct{}
 	// dialed counts the connections each backend was given.
 	dialed []int
 }
 
-// listenRoundRobin listens on a free port of 127.0.0.1; serve starts
+// Listen listens on a free port of 127.0.0.1; serve starts
 // forwarding once the backends are known.
-func listenRoundRobin(t *testing.T) *roundRobin {
+func Listen(t *testing.T) *RoundRobin {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("unable to listen for the replicas' proxy: %v", err)
 	}
-	p := &roundRobin{l: l, conns: map[net.Conn]struct{}{}}
+	p := &RoundRobin{l: l, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(p.close)
 	return p
 }
 
-// port is the port the proxy listens on (the one the webhook
+// Port is the port the proxy listens on (the one the webhook
 // configurations name).
-func (p *roundRobin) port() int { return p.l.Addr().(*net.TCPAddr).Port }
+func (p *RoundRobin) Port() int { return p.l.Addr().(*net.TCPAddr).Port }
 
-// serve forwards each accepted connection to the next of backends.
-func (p *roundRobin) serve(backends []string) {
+// Serve forwards each accepted connection to the next of backends. A later
+// call replaces the backends (for replicas started again).
+func (p *RoundRobin) Serve(backends []string) {
 	p.mu.Lock()
 	p.backends, p.dialed = backends, make([]int, len(backends))
+	started := p.serving
+	p.serving = true
 	p.mu.Unlock()
+	if started {
+		return
+	}
 	go func() {
 		for {
 			in, err := p.l.Accept()
@@ -59,7 +69,7 @@ func (p *roundRobin) serve(backends []string) {
 	}()
 }
 
-func (p *roundRobin) forward(in net.Conn) {
+func (p *RoundRobin) forward(in net.Conn) {
 	p.mu.Lock()
 	i := p.next % len(p.backends)
 	p.next++
@@ -93,7 +103,7 @@ func (p *roundRobin) forward(in net.Conn) {
 	p.track(out, false)
 }
 
-func (p *roundRobin) track(c net.Conn, open bool) {
+func (p *RoundRobin) track(c net.Conn, open bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if open {
@@ -103,12 +113,12 @@ func (p *roundRobin) track(c net.Conn, open bool) {
 	}
 }
 
-// rotate closes every open connection, so the API server's next webhook
+// Rotate closes every open connection, so the API server's next webhook
 // call dials again and reaches the next replica. Call it only between
 // calls the test makes one after another (no webhook call in flight), and
 // it waits a moment for the API server to see the connection gone. A nil
 // proxy (one replica) has nothing to rotate.
-func (p *roundRobin) rotate() {
+func (p *RoundRobin) Rotate() {
 	if p == nil {
 		return
 	}
@@ -123,14 +133,14 @@ func (p *roundRobin) rotate() {
 	}
 }
 
-// served is how many connections each replica was given.
-func (p *roundRobin) served() []int {
+// Served is how many connections each replica was given.
+func (p *RoundRobin) Served() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]int(nil), p.dialed...)
 }
 
-func (p *roundRobin) close() {
+func (p *RoundRobin) close() {
 	p.l.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
