@@ -58,7 +58,8 @@ gres/gpu:<product>=<ceiling> and Fairshare=<guarantee>, one QOS per priority
 tier with Priority, Preempt and PreemptMode, and the files
 mandate-partitions.conf (a partition per GPU product) and topology.conf
 (switches from the topology levels) in --slurm-conf-dir, from the nodes of
---slurm-nodes. See the README's "Slurm" section.
+--slurm-nodes; --dry-run there plans and changes nothing. See the README's
+"Slurm" section.
 
 Exit status: 0 when done (for --check: no drift), 1 when --check finds drift or
 a write fails, 2 on bad input.`,
