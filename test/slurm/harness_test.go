@@ -20,6 +20,7 @@ import (
 	"time"
 
 	slurmsync "github.com/mandate-dev/mandate/schedsync/slurm"
+	"github.com/mandate-dev/mandate/test/envtest"
 )
 
 // The cluster's one node and its GPUs.
@@ -91,7 +92,7 @@ func (c *slurmCluster) start(t *testing.T, name string, args ...string) {
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(envtest.Timeout(30 * time.Second)):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
@@ -113,7 +114,7 @@ func (c *slurmCluster) run(ctx context.Context, name string, args ...string) (st
 
 func (c *slurmCluster) must(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(2*time.Minute))
 	defer cancel()
 	out, err := c.run(ctx, name, args...)
 	if err != nil {
@@ -126,7 +127,7 @@ func (c *slurmCluster) must(t *testing.T, name string, args ...string) string {
 // deadline (no timing is asserted).
 func eventually(t *testing.T, what string, fn func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(envtest.Timeout(3 * time.Minute))
 	last := ""
 	for time.Now().Before(deadline) {
 		ok, state := fn()
@@ -299,7 +300,7 @@ Include %[4]s/etc/mandate-partitions.conf
 	// every job and wait for them to end, so that no slurmstepd outlives
 	// the cluster.
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(2*time.Minute))
 		defer cancel()
 		_, _ = c.run(ctx, "scancel", "--full", "-u", "root")
 		for ctx.Err() == nil {

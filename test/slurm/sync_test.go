@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/mandate-dev/mandate/test/envtest"
 )
 
 func repoRoot(t *testing.T) string {
@@ -36,7 +38,7 @@ func buildMandate(t *testing.T) string {
 // exit code.
 func (c *slurmCluster) mandate(t *testing.T, bin string, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(3*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = c.env
