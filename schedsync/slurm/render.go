@@ -105,7 +105,8 @@ const defaultProductLabel = "nvidia.com/gpu.product"
 func GresType(product string) string { return strings.ToLower(product) }
 
 // Render returns what the model wants of a Slurm cluster whose nodes are
-// nodes. It is pure.
+// nodes; with no nodes, it wants no files (they are left alone). It is
+// pure.
 func Render(m model.Model, nodes Nodes, o Options) (Desired, error) {
 	if o.ProductLabel == "" {
 		o.ProductLabel = defaultProductLabel
@@ -143,6 +144,11 @@ func Render(m model.Model, nodes Nodes, o Options) (Desired, error) {
 		a.QOS = slices.Sorted(slices.Values(classes))
 		a.DefaultQOS = defaultQOS(m, a.QOS)
 		d.Accounts = append(d.Accounts, a)
+	}
+	if len(nodes) == 0 {
+		// Without the nodes there is nothing to say about partitions and
+		// switches: the files are left as they are rather than emptied.
+		return d, nil
 	}
 	files, err := renderFiles(m, nodes, o)
 	if err != nil {

@@ -58,13 +58,20 @@ func TestRender(t *testing.T) {
 	}, d.Files)
 }
 
+func TestRenderWithoutNodesLeavesTheFilesAlone(t *testing.T) {
+	d, err := Render(testModel(), nil, Options{})
+	require.NoError(t, err)
+	assert.Empty(t, d.Files)
+	assert.Len(t, d.Accounts, 2)
+}
+
 func TestRenderRefusesADomainUnderTwoParents(t *testing.T) {
 	_, err := Render(testModel(), Nodes{"n0": {"block": "b1", "clique": "c0"}, "n1": {"block": "b2", "clique": "c0"}}, Options{})
 	assert.ErrorContains(t, err, "clique-c0 is in both")
 }
 
 func TestDiff(t *testing.T) {
-	d, err := Render(testModel(), Nodes{}, Options{})
+	d, err := Render(testModel(), Nodes{"n0": {"block": "b1"}}, Options{})
 	require.NoError(t, err)
 	live := Live{Accounts: map[string]Account{}, QOS: map[string]QOS{}, ForeignAccounts: map[string]bool{"ops": true},
 		ForeignQOS: map[string]bool{"normal": true}, Files: map[string]string{}}
