@@ -118,7 +118,7 @@ func runEval(ctx context.Context, out, errOut io.Writer, o evalOptions) (int, er
 		return 0, err
 	}
 	o.sbatchJob = func(file string, data []byte) (*unstructured.Unstructured, error) {
-		return sbatchJob(file, data, ev.Model(), state, o)
+		return sbatchJob(file, data, ev.Model(), stateNamespaces(state), o.namespace)
 	}
 	items, skipped, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Claims: state.Claims(), Explain: true}, o)
 	if err != nil {

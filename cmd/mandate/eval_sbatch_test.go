@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +51,45 @@ func TestSbatchScriptsAreDecidedAsTheirJobs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mandate explain sbatch/PATH explains a script as its Job would be
+// explained were it in the cluster: the same blocks, dimensions and
+// verdict.
+func TestExplainSbatchIsTheJobsExplanation(t *testing.T) {
+	for _, name := range []string{"ci-matrix", "vision-train", "pretrain"} {
+		t.Run(name, func(t *testing.T) {
+			cluster, err := os.ReadFile(exampleCluster)
+			require.NoError(t, err)
+			job, err := os.ReadFile("../../examples/slurm/jobs/" + name + ".yaml")
+			require.NoError(t, err)
+			withJob := filepath.Join(t.TempDir(), "cluster.yaml")
+			require.NoError(t, os.WriteFile(withJob, append(append(cluster, []byte("\n---\n")...), job...), 0o600))
+
+			explainJSON := func(args ...string) (int, map[string]any) {
+				t.Helper()
+				code, out, errText := run(t, append([]string{"explain"}, args...)...)
+				require.Contains(t, []int{exitAdmitted, exitDenied}, code, errText)
+				var e map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &e), out)
+				delete(e, "source") // the snapshot files differ by construction
+				return code, e
+			}
+			wantCode, want := explainJSON("job/"+name, "-n", namespaceOf(t, job), "--snapshot", withJob, "-o", "json")
+			gotCode, got := explainJSON("sbatch/../../examples/slurm/"+name+".sbatch", "--snapshot", exampleCluster, "-o", "json")
+			assert.Equal(t, wantCode, gotCode)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+func namespaceOf(t *testing.T, manifest []byte) string {
+	t.Helper()
+	for _, line := range strings.Split(string(manifest), "\n") {
+		if ns, ok := strings.CutPrefix(strings.TrimSpace(line), "namespace: "); ok {
+			return ns
+		}
+	}
+	t.Fatal("the manifest names no namespace")
+	return ""
 }

@@ -45,6 +45,11 @@ and pending reason — attributed to the authority dimension that holds it
 (AssocGrpGRES and other association or QOS limits: quota, with the account's
 GrpTRES limit and the GPUs in use; Priority: priority; Resources: topology).
 
+For a Slurm batch script not yet submitted, KIND is sbatch and NAME its path
+(mandate explain sbatch/train.sbatch --snapshot FILE): the script is
+explained as the Kubernetes Job mandate eval decides it as, against the
+cluster as it is now.
+
 Exit status: 0 when it can run now, 1 when something blocks it, 2 on bad
 input (no such workload, bad flags).`,
 		Args: cobra.ExactArgs(1),
@@ -116,6 +121,13 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 			return 0, err
 		}
 		if sched, err = explain.ListSchedulerState(ctx, c, ns); err != nil {
+			return 0, err
+		}
+	}
+	if kind == sbatchKind {
+		// A batch script is explained as the Job it is decided as, added
+		// to the cluster as it is now.
+		if kind, ns, name, err = addSbatchJob(name, ev.Model(), inv, ns); err != nil {
 			return 0, err
 		}
 	}
