@@ -30,13 +30,23 @@ build: ## Build the mandate binary into bin/.
 	@echo "go build -o $(MANDATE) ./cmd/mandate  (version $(VERSION))"
 	@$(GO) build -ldflags '$(LDFLAGS)' -o $(MANDATE) ./cmd/mandate
 
+# The release's semantic version (krew requires one): the tag when the
+# commit has one, else v0.0.0-<git describe>.
+RELEASE_VERSION ?= $(shell v=$$(git describe --tags --exact-match --match 'v*' 2>/dev/null) && echo $$v || echo v0.0.0-$(subst .,-,$(VERSION)))
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64
+
+.PHONY: release
+release: ## Build the kubectl plugin (kubectl-mandate) for RELEASE_PLATFORMS into bin/release: a tar.gz per platform, SHA256SUMS and the krew manifest mandate.yaml with their checksums (not published from here).
+	$(GO) run ./hack/release --version '$(RELEASE_VERSION)' --commit '$(COMMIT)' --source-date-epoch '$(SOURCE_DATE_EPOCH)' \
+		--platforms '$(RELEASE_PLATFORMS)' --out $(BIN)/release
+
 .PHONY: image
 image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for another) without a container engine: OCI layout bin/mandate-image, tarball bin/mandate-image.tar, digest bin/mandate-image.digest.
 	$(GO) run ./hack/image --arch $(ARCH) --version '$(VERSION)' --commit '$(COMMIT)' --source-date-epoch '$(SOURCE_DATE_EPOCH)' \
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl, helm, promtool and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl, helm, promtool, krew and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator, OpenReports and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test
@@ -89,9 +99,10 @@ bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pur
 	$(GO) test ./evaluator/ -run '^$$' -bench '^BenchmarkReference$$' -benchtime 1x -timeout 30m
 
 .PHONY: bench-simulate
-bench-simulate: ## The simulator's speed, a benchmark: the FGD paper's protocol on the openb trace (1,213 nodes, about 10,800 placements a seed, seeds 42-51) per policy and pod list: seconds a seed, placements a wall second, and the allocation beside the paper's.
+bench-simulate: ## The simulator's speed, a benchmark: the FGD paper's protocol on the openb trace (1,213 nodes, about 10,800 placements a seed, seeds 42-51) per policy and pod list: seconds a seed, placements a wall second, and the allocation beside the paper's; the openb trace through the full decision path with tenants; a synthetic trace of MANDATE_SIMULATE_JOBS (100,000) workloads on the 12,500-node reference topology: wall seconds, simulated seconds a wall second, peak RSS.
 	@uptime
 	$(GO) test ./simulate/fgd/ -run '^$$' -bench '^BenchmarkFGDProtocol$$' -benchtime 1x -count 1 -timeout 30m
+	$(GO) test ./simulate/replay/ -run '^$$' -bench '^(BenchmarkOpenbDecisionPath|BenchmarkSyntheticReference)$$' -benchtime 1x -count 1 -timeout 60m
 
 .PHONY: bench-admission
 bench-admission: envtest-assets ## The quota ledger's cost per decision: in memory vs shared (TenantLedger on a real API server), one replica vs three.
@@ -109,4 +120,4 @@ bench-scale: envtest-assets ## serve as the chart runs it (BENCH_SCALE_REPLICAS=
 
 .PHONY: clean
 clean: ## Remove the mandate binary (bin/k8s, the API server build, stays cached).
-	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest
+	rm -rf $(MANDATE) $(BIN)/mandate-image $(BIN)/mandate-image.tar $(BIN)/mandate-image.digest $(BIN)/release

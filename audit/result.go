@@ -105,7 +105,9 @@ type WorkloadRef struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace"`
 	Name       string `json:"name"`
-	Tenant     string `json:"tenant"`
+	// UID is the object's, when it has one (a live cluster's).
+	UID    string `json:"uid,omitempty"`
+	Tenant string `json:"tenant"`
 }
 
 func (w WorkloadRef) String() string {
@@ -137,7 +139,7 @@ type Change struct {
 }
 
 func refOf(obj *unstructured.Unstructured, tenant string) WorkloadRef {
-	return WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Tenant: tenant}
+	return WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()), Tenant: tenant}
 }
 
 // fill records the decision and, when admitted, what the mutation would

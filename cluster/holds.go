@@ -84,6 +84,14 @@ func (s *State) LoadHolds(objs []*unstructured.Unstructured, holdOf HoldOf) {
 	}
 }
 
+// UnloadHolds forgets the holds of listed workloads, as deleting them
+// does (the simulator's departures).
+func (s *State) UnloadHolds(objs []*unstructured.Unstructured) {
+	for _, u := range objs {
+		s.ledger.DeleteHold(ledger.WorkloadKey(u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName()))
+	}
+}
+
 // Defaults of ReleaseUnstored.
 const (
 	// StoredGrace is how long after an admission its object may take to

@@ -2,54 +2,21 @@ package clusterreport_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/clusterreport"
-	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/internal/browsertest"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the screenshot to docs/img/report.png for the README")
-
-// chromium finds Debian's chromium, installing it through hack/chromium.sh
-// when it is missing; the test fails, never skips, when that fails.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if path, err := exec.LookPath("chromium"); err == nil {
-		return path
-	}
-	out, err := exec.Command("../hack/chromium.sh").CombinedOutput()
-	require.NoError(t, err, "chromium is missing and hack/chromium.sh could not install it: %s", out)
-	path, err := exec.LookPath("chromium")
-	require.NoError(t, err, "hack/chromium.sh ran but chromium is not on PATH")
-	return path
-}
-
-// headless runs chromium on page with a fresh profile and extra flags.
-func headless(t *testing.T, bin, page string, extra ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(2*time.Minute))
-	defer cancel()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1000,1100"}, extra...)
-	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+page)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "chromium: %s", stderr.String())
-	return out
-}
 
 // TestHTMLRendersInChromium: the report page, rendered by a real browser,
 // has the headline, one stacked bar per tenant row with used, idle and
@@ -58,7 +25,7 @@ func headless(t *testing.T, bin, page string, extra ...string) []byte {
 // screenshot shows the blocked-demand colour. Nothing is fetched: the page
 // has no URL but its own.
 func TestHTMLRendersInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	rep := fixtureReport(t)
 	var page bytes.Buffer
 	require.NoError(t, clusterreport.WriteHTML(&page, rep))
@@ -68,7 +35,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	file := filepath.Join(dir, "report.html")
 	require.NoError(t, os.WriteFile(file, page.Bytes(), 0o600))
 
-	dom := string(headless(t, bin, file, "--dump-dom"))
+	dom := string(browsertest.Headless(t, bin, file, "--dump-dom"))
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(dom, -1)) }
 	assert.Contains(t, dom, rep.Headline)
 	assert.Equal(t, len(rep.Tenants), count(`<g class="tenant"`))
@@ -84,7 +51,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	assert.Contains(t, dom, `id="stranded">30<`)
 
 	shot := filepath.Join(dir, "report.png")
-	headless(t, bin, file, "--screenshot="+shot)
+	browsertest.Headless(t, bin, file, "--screenshot="+shot)
 	f, err := os.Open(shot)
 	require.NoError(t, err)
 	defer f.Close()

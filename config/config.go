@@ -53,6 +53,21 @@ type Serve struct {
 	Sync Sync `json:"sync" yaml:"sync" mapstructure:"sync"`
 	// Certs says where the serving certificate comes from.
 	Certs Certs `json:"certs" yaml:"certs" mapstructure:"certs"`
+	// OpenReports configures the background audit written as OpenReports
+	// Reports (package openreports).
+	OpenReports OpenReports `json:"openReports" yaml:"openReports" mapstructure:"openReports"`
+}
+
+// OpenReports configures the background audit: every governed workload
+// decided against the active revision (and the shadow), the violations
+// written as one OpenReports Report per namespace, on the leader.
+type OpenReports struct {
+	// Enabled runs it (when the OpenReports CRDs are installed).
+	Enabled bool `json:"enabled" yaml:"enabled" mapstructure:"enabled"`
+	// Interval is how often it runs (and on each bundle activation).
+	Interval time.Duration `json:"interval" yaml:"interval" mapstructure:"interval"`
+	// MaxResults caps the results of one Report.
+	MaxResults int `json:"maxResults" yaml:"maxResults" mapstructure:"maxResults"`
 }
 
 // Modes of sync.mode.

@@ -27,6 +27,17 @@ const (
 	// DefaultSyncInterval is how often the schedulers' configuration is
 	// reconciled with the model.
 	DefaultSyncInterval = 5 * time.Minute
+	// DefaultOpenReportsInterval is how often the background audit runs.
+	DefaultOpenReportsInterval = 5 * time.Minute
+	// MinOpenReportsInterval and MaxOpenReportsInterval bound it.
+	MinOpenReportsInterval = time.Second
+	MaxOpenReportsInterval = 24 * time.Hour
+	// DefaultOpenReportsMaxResults bounds the results of one Report: a
+	// result is about half a kilobyte, so a Report stays well under the
+	// API server's object size limit (1.5 MiB in etcd).
+	DefaultOpenReportsMaxResults = 1000
+	// MaxOpenReportsMaxResults is the largest cap allowed.
+	MaxOpenReportsMaxResults = 2000
 	// WebhookConfigurationName names Mandate's mutating and validating
 	// webhook configurations.
 	WebhookConfigurationName = "mandate"

@@ -108,6 +108,7 @@ func (s Serve) Validate() error {
 		errs = append(errs, fieldErr("decisionLog.sampleRate", "%v is out of range (0-1: the fraction of clean allowed decisions logged)", r))
 	}
 	errs = append(errs, s.Sync.validate()...)
+	errs = append(errs, s.OpenReports.validate()...)
 	errs = append(errs, s.Certs.validate(s.Namespace, s.Webhook.CertDir)...)
 	return errors.Join(errs...)
 }
@@ -245,6 +246,18 @@ func validateAddr(key, addr string) error {
 		return fieldErr(key, "%q has no valid port (host:port with a port 0-65535, or \"0\" to disable)", addr)
 	}
 	return nil
+}
+
+// validate checks the background audit's settings.
+func (o OpenReports) validate() []error {
+	var errs []error
+	if o.Interval < MinOpenReportsInterval || o.Interval > MaxOpenReportsInterval {
+		errs = append(errs, fieldErr("openReports.interval", "%s is out of range (%s-%s)", o.Interval, MinOpenReportsInterval, MaxOpenReportsInterval))
+	}
+	if o.MaxResults < 1 || o.MaxResults > MaxOpenReportsMaxResults {
+		errs = append(errs, fieldErr("openReports.maxResults", "%d is out of range (1-%d)", o.MaxResults, MaxOpenReportsMaxResults))
+	}
+	return errs
 }
 
 // validate checks the scheduler sync settings.

@@ -50,7 +50,7 @@ func loadReference(b *testing.B) *reference {
 			b.Fatal(err)
 		}
 		model := policy.Data["mandate"].(map[string]any)["model"].(map[string]any)
-		model["tenants"] = thousandTenants(len(namespaces))
+		model["tenants"] = topologytest.ReferenceTenants(len(namespaces))
 		ref.policy = policy
 		// The evaluation deadline is a production safety net, not what a
 		// benchmark measures: a busy machine makes the numbers slower, it
@@ -76,25 +76,6 @@ func loadReference(b *testing.B) *reference {
 			len(nodes), len(nodes)*topologytest.GPUsPerNode, len(pods), len(namespaces), time.Since(start).Round(time.Millisecond))
 	})
 	return &ref
-}
-
-// thousandTenants is an organisation of ten divisions over the tenants of
-// the reference namespaces.
-func thousandTenants(n int) map[string]any {
-	classes := []any{"train", "build-preemptible", "build"}
-	quota := func(g, c int) map[string]any {
-		return map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": g, "ceiling": c}}
-	}
-	tenants := map[string]any{
-		"org": map[string]any{"parent": "", "quota": quota(80000, 100000), "priorityClasses": classes, "scheduler": "volcano"},
-	}
-	for d := range 10 {
-		tenants[fmt.Sprintf("division-%d", d)] = map[string]any{"parent": "org", "quota": quota(8000, 20000)}
-	}
-	for i := range n {
-		tenants[fmt.Sprintf("tenant-%04d", i)] = map[string]any{"parent": fmt.Sprintf("division-%d", i%10), "quota": quota(64, 512)}
-	}
-	return tenants
 }
 
 // pureRegoData is the reference cluster in the layout the pure-Rego best fit

@@ -11,6 +11,10 @@
 #                            Kueue's controller manager, with the webhook
 #                            manifests of the same module beside it as
 #                            kueue-webhooks.yaml; test/envtest/kueue.go runs it)
+#   validate-krew-manifest   from hack/tools/krew (sigs.k8s.io/krew: krew's own
+#   and kubectl-krew         manifest validator and krew itself; test/krew
+#                            validates and installs the plugin manifest that
+#                            `make release` writes)
 #   promtool                 from hack/tools/prometheus
 #                            (github.com/prometheus/prometheus/cmd/promtool;
 #                            test/chart runs `promtool test rules` on the
@@ -21,7 +25,9 @@
 # Kubeflow Trainer, MPI operator, KubeRay) out of their modules into
 # crds/{jobset,lws,trainer,mpi-operator,kuberay}/ (workload-crds), and the
 # Prometheus Operator's out of github.com/prometheus-operator/prometheus-operator
-# into crds/prometheus-operator/.
+# into crds/prometheus-operator/, and OpenReports' (the Reports serve's
+# background audit writes) out of github.com/openreports/reports-api, at the
+# version the root go.mod requires, into crds/openreports/.
 #
 # Everything comes from the Go module proxy; the versions are pinned by the
 # go.mod/go.sum of each tools module (and CERT_MANAGER_VERSION below). Output
@@ -35,7 +41,7 @@
 # after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|promtool|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds ...]
+#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|promtool|krew|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds|openreports-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -67,9 +73,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | promtool | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | promtool | krew | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds | openreports-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,38p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -79,7 +85,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue promtool cert-manager-crds kueue-crds workload-crds prometheus-operator-crds)
+	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue promtool krew cert-manager-crds kueue-crds workload-crds prometheus-operator-crds openreports-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -261,6 +267,21 @@ build_promtool() {
 	write_stamp promtool "$stamp"
 }
 
+# build_krew: krew's manifest validator and krew (as kubectl-krew, the name
+# kubectl runs it by), from one pinned module.
+build_krew() {
+	local mod="$tools_dir/krew" version
+	version=$(module_version "$mod" sigs.k8s.io/krew)
+	local stamp="krew $version format=$ASSETS_FORMAT $(sha256 "$mod/go.mod" "$mod/go.sum")"
+	if up_to_date krew "$stamp" "$out_dir/validate-krew-manifest" "$out_dir/kubectl-krew"; then
+		log "krew $version is up to date"
+		return
+	fi
+	go_build validate-krew-manifest "$mod" sigs.k8s.io/krew/cmd/validate-krew-manifest ""
+	go_build kubectl-krew "$mod" sigs.k8s.io/krew/cmd/krew "-X sigs.k8s.io/krew/internal/version.gitTag=$version"
+	write_stamp krew "$stamp"
+}
+
 # copy_module_crds <asset> <module> <version> <folder in the module> <dest> [glob]:
 # copies the files matching glob (default *.yaml) of a folder of a Go module
 # (downloaded from the proxy and verified against the checksum database)
@@ -304,6 +325,7 @@ for asset in "${assets[@]}"; do
 	helm) build_helm ;;
 	kueue) build_kueue ;;
 	promtool) build_promtool ;;
+	krew) build_krew ;;
 	cert-manager-crds)
 		copy_module_crds cert-manager-crds github.com/cert-manager/cert-manager "$CERT_MANAGER_VERSION" \
 			deploy/crds "$out_dir/crds/cert-manager"
@@ -327,6 +349,13 @@ for asset in "${assets[@]}"; do
 	prometheus-operator-crds)
 		copy_module_crds prometheus-operator-crds github.com/prometheus-operator/prometheus-operator "$PROMETHEUS_OPERATOR_VERSION" \
 			example/prometheus-operator-crd "$out_dir/crds/prometheus-operator"
+		;;
+	openreports-crds)
+		# The version the root module builds its Report types from.
+		openreports_version=$(cd "$repo_root" && go list -m -f '{{.Version}}' github.com/openreports/reports-api) ||
+			die "the root go.mod requires no github.com/openreports/reports-api"
+		copy_module_crds openreports-crds github.com/openreports/reports-api "$openreports_version" \
+			config/crd "$out_dir/crds/openreports"
 		;;
 	esac
 done

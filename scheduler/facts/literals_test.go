@@ -18,10 +18,10 @@ import (
 // field, which KAI's label is named after.
 var elsewhere = map[string]map[string]string{
 	"default": {
-		"bundles/sign.go":        "the default signing key ID",
-		"review/review.go":       "the default namespace",
-		"cmd/mandate/explain.go": "the default namespace",
-		"cmd/mandate/eval.go":    "the default namespace",
+		"bundles/sign.go":            "the default signing key ID",
+		"review/review.go":           "the default namespace",
+		"cmd/mandate/cli/explain.go": "the default namespace",
+		"cmd/mandate/cli/eval.go":    "the default namespace",
 	},
 	"priorityClassName": {
 		"scheduler/podgroup.go":     "a PodGroup's spec field",

@@ -28,11 +28,16 @@ var _ Policy = (*BestFit)(nil)
 
 // Place implements Policy.
 func (p *BestFit) Place(c *alloc.Cluster, r alloc.Request) (alloc.Binding, bool) {
+	return p.PlaceAmong(c, r, nil)
+}
+
+// PlaceAmong implements Policy.
+func (p *BestFit) PlaceAmong(c *alloc.Cluster, r alloc.Request, nodes []int) (alloc.Binding, bool) {
 	best, bestScore, ties := -1, int64(0), 0
-	for i := range c.Nodes {
+	among(c, nodes, func(i int) {
 		n := &c.Nodes[i]
 		if !n.Fits(r) {
-			continue
+			return
 		}
 		s := bestFitScore(c, n, r)
 		switch {
@@ -46,7 +51,7 @@ func (p *BestFit) Place(c *alloc.Cluster, r alloc.Request) (alloc.Binding, bool)
 				best = i
 			}
 		}
-	}
+	})
 	if best < 0 {
 		return alloc.Binding{}, false
 	}

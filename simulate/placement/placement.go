@@ -20,6 +20,23 @@ type Policy interface {
 	// Place returns a binding of r on a node that fits it, false when no
 	// node does. It does not bind.
 	Place(c *alloc.Cluster, r alloc.Request) (alloc.Binding, bool)
+	// PlaceAmong is Place on the nodes of c with the given indexes only
+	// (one topology domain); nil is every node.
+	PlaceAmong(c *alloc.Cluster, r alloc.Request, nodes []int) (alloc.Binding, bool)
+}
+
+// among calls f with the index of every node of c in nodes (every node
+// when nodes is nil), in order.
+func among(c *alloc.Cluster, nodes []int, f func(i int)) {
+	if nodes == nil {
+		for i := range c.Nodes {
+			f(i)
+		}
+		return
+	}
+	for _, i := range nodes {
+		f(i)
+	}
 }
 
 // Registration is one policy: its name, what it does, and how to make it

@@ -19,16 +19,21 @@ var _ Policy = (*Random)(nil)
 
 // Place implements Policy.
 func (p *Random) Place(c *alloc.Cluster, r alloc.Request) (alloc.Binding, bool) {
+	return p.PlaceAmong(c, r, nil)
+}
+
+// PlaceAmong implements Policy.
+func (p *Random) PlaceAmong(c *alloc.Cluster, r alloc.Request, nodes []int) (alloc.Binding, bool) {
 	chosen, fitting := -1, 0
-	for i := range c.Nodes {
+	among(c, nodes, func(i int) {
 		if !c.Nodes[i].Fits(r) {
-			continue
+			return
 		}
 		fitting++
 		if p.rng.IntN(fitting) == 0 {
 			chosen = i
 		}
-	}
+	})
 	if chosen < 0 {
 		return alloc.Binding{}, false
 	}

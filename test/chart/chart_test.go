@@ -119,6 +119,8 @@ func TestTemplateDefaults(t *testing.T) {
 			"ClusterRole/mandate", "ClusterRoleBinding/mandate", "ClusterRole/mandate-metrics-reader",
 			// The authority metrics' reads and Lease.
 			"ClusterRole/mandate-authority", "ClusterRoleBinding/mandate-authority", "Role/mandate-authority", "RoleBinding/mandate-authority",
+			// The background audit's Reports and Lease.
+			"ClusterRole/mandate-openreports", "ClusterRoleBinding/mandate-openreports", "Role/mandate-openreports", "RoleBinding/mandate-openreports",
 			"Certificate/mandate-ca", "Certificate/mandate-serving", "Certificate/mandate-apiserver-client",
 			"Deployment/mandate", "Issuer/mandate-ca", "Issuer/mandate-selfsigned",
 			"MutatingWebhookConfiguration/mandate", "PodDisruptionBudget/mandate",
@@ -375,6 +377,8 @@ func TestValuesRejected(t *testing.T) {
 		{"unknown top-level key", []string{"--set", "replicas=3"}, "additional properties 'replicas' not allowed"},
 		{"unknown nested key", []string{"--set", "webhook.timeout=3"}, "additional properties 'timeout' not allowed"},
 		{"timeoutSeconds above 30", []string{"--set", "webhook.timeoutSeconds=31"}, "/webhook/timeoutSeconds"},
+		{"openReports.maxResults 0", []string{"--set", "openReports.maxResults=0"}, "/openReports/maxResults"},
+		{"openReports.interval not a duration", []string{"--set", "openReports.interval=hourly"}, "/openReports/interval"},
 		{"timeoutSeconds as a string", []string{"--set-string", "webhook.timeoutSeconds=3"}, "/webhook/timeoutSeconds"},
 		{"no cert-manager and no TLS", []string{"--set", "certManager.enabled=false"}, "tls.secretName"},
 		{"no cert-manager and no CA bundle", []string{"--set", "certManager.enabled=false", "--set", "tls.secretName=s"}, "tls.caBundle"},
@@ -719,4 +723,28 @@ func repoRoot(t *testing.T) string {
 			t.Fatalf("no go.mod of %s above %s", modulePath, wd)
 		}
 	}
+}
+
+// TestTemplateOpenReports: the background audit is on by default, with its
+// interval and cap passed to serve and the RBAC to write Reports; off, the
+// flag says so and no RBAC is granted.
+func TestTemplateOpenReports(t *testing.T) {
+	objs := render(t, release, namespace, "--set", "openReports.interval=30s", "--set", "openReports.maxResults=200")
+	args := typed[appsv1.Deployment](t, find(t, objs, "Deployment", fullname)).Spec.Template.Spec.Containers[0].Args
+	assert.Contains(t, args, "--open-reports=true")
+	assert.Contains(t, args, "--open-reports-interval=30s")
+	assert.Contains(t, args, "--open-reports-max-results=200")
+	role := typed[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", fullname+"-openreports"))
+	require.Len(t, role.Rules, 1)
+	assert.Equal(t, []string{"openreports.io"}, role.Rules[0].APIGroups)
+	assert.Equal(t, []string{"reports"}, role.Rules[0].Resources)
+	assert.Subset(t, role.Rules[0].Verbs, []string{"list", "create", "patch", "delete"}, "server-side apply creates and patches; empty Reports are deleted")
+
+	off := render(t, release, namespace, "--set", "openReports.enabled=false")
+	offArgs := typed[appsv1.Deployment](t, find(t, off, "Deployment", fullname)).Spec.Template.Spec.Containers[0].Args
+	assert.Contains(t, offArgs, "--open-reports=false")
+	for _, arg := range offArgs {
+		assert.NotContains(t, arg, "--open-reports-", "no interval or cap when off")
+	}
+	assert.NotContains(t, keys(off), "ClusterRole/"+fullname+"-openreports")
 }

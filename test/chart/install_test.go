@@ -30,12 +30,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/openreports"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/webhook"
@@ -59,9 +61,13 @@ import (
 //     and with serve gone every create succeeds again.
 func TestInstall(t *testing.T) {
 	values := writeModelValues(t)
-	objs := render(t, release, namespace, "--include-crds", "--set", "policies.source=configMap", "--values", values)
+	// The background audit every two seconds, so that its Report follows
+	// within the test's patience.
+	objs := render(t, release, namespace, "--include-crds", "--set", "policies.source=configMap", "--values", values,
+		"--set", "openReports.interval=2s")
 	bin := buildMandate(t)
-	env := envtest.Start(t, envtest.WithCertManagerCRDs(), envtest.WithPyTorchJobCRD(), envtest.WithAuditLog(), envtest.WithWebhookClientCert())
+	env := envtest.Start(t, envtest.WithCertManagerCRDs(), envtest.WithPyTorchJobCRD(), envtest.WithAuditLog(), envtest.WithWebhookClientCert(),
+		envtest.WithOpenReportsCRDs())
 	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(5*time.Minute))
 	defer cancel()
 	c := env.Client
@@ -163,6 +169,31 @@ func TestInstall(t *testing.T) {
 		assert.True(t, serve.logged(func(line string) bool {
 			return strings.Contains(line, `"logger":"decision"`) && strings.Contains(line, `"detr-urgent"`) && strings.Contains(line, `"enforcement":"dryrun"`)
 		}), "the decision log records the dryrun violation")
+
+		// The elected replica's background audit, with the chart's RBAC,
+		// publishes it where Policy Reporter and the like read.
+		var rep unstructured.Unstructured
+		rep.SetGroupVersionKind(schema.GroupVersionKind{Group: "openreports.io", Version: "v1alpha1", Kind: "Report"})
+		var found map[string]any
+		envtest.WaitFor(t, 60*time.Second, "the OpenReports Report of vision to hold detr-urgent's violation", func() bool {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "vision", Name: openreports.ReportName}, &rep); err != nil {
+				require.True(t, apierrors.IsNotFound(err), "get the Report: %v", err)
+				return false
+			}
+			results, _, _ := unstructured.NestedSlice(rep.Object, "results")
+			for _, r := range results {
+				m := r.(map[string]any)
+				subjects, _, _ := unstructured.NestedSlice(m, "resources")
+				if m["rule"] == "PRIORITY_NOT_ALLOWED" && len(subjects) == 1 && subjects[0].(map[string]any)["name"] == "detr-urgent" {
+					found = m
+					return true
+				}
+			}
+			return false
+		})
+		assert.Equal(t, "priority", found["category"], "the dimension")
+		assert.Equal(t, "low", found["severity"], "dryrun: the stage of every violation of a first install")
+		assert.Equal(t, "fail", found["result"])
 	})
 
 	t.Run("only the API server may call the webhooks", func(t *testing.T) {

@@ -88,25 +88,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	s.populate(t)
 	ctx := context.Background()
 	envtest.StartKueue(t, s.env)
-	// Kueue's Topology-Aware Scheduling counts pods and memory against
-	// the nodes' allocatable, as a kubelet reports them; NVIDIA's GPU
-	// feature discovery marks GPU nodes nvidia.com/gpu.present.
-	for i := range 8 {
-		node := &corev1.Node{}
-		if err := s.env.Client.Get(ctx, client.ObjectKey{Name: fixtures.GPUNode(i).Name}, node); err != nil {
-			t.Fatal(err)
-		}
-		node.Labels["nvidia.com/gpu.present"] = "true"
-		if err := s.env.Client.Update(ctx, node); err != nil {
-			t.Fatalf("unable to label node %s: %v", node.Name, err)
-		}
-		for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
-			list[corev1.ResourcePods], list[corev1.ResourceMemory] = resource.MustParse("110"), resource.MustParse("2Ti")
-		}
-		if err := s.env.Client.Status().Update(ctx, node); err != nil {
-			t.Fatalf("unable to report node %s's pods and memory: %v", node.Name, err)
-		}
-	}
+	kueueNodes(t, s)
 
 	// Kueue's objects, as mandate sync makes them: its code path, on the
 	// model of the bundle serve runs, for Kueue.
@@ -259,6 +241,31 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	}
 }
 
+// kueueNodes readies the test cluster's eight GPU nodes for Kueue's
+// Topology-Aware Scheduling, which counts pods and memory against the
+// nodes' allocatable, as a kubelet reports them; NVIDIA's GPU feature
+// discovery marks GPU nodes nvidia.com/gpu.present.
+func kueueNodes(t *testing.T, s *suite) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range 8 {
+		node := &corev1.Node{}
+		if err := s.env.Client.Get(ctx, client.ObjectKey{Name: fixtures.GPUNode(i).Name}, node); err != nil {
+			t.Fatal(err)
+		}
+		node.Labels["nvidia.com/gpu.present"] = "true"
+		if err := s.env.Client.Update(ctx, node); err != nil {
+			t.Fatalf("unable to label node %s: %v", node.Name, err)
+		}
+		for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+			list[corev1.ResourcePods], list[corev1.ResourceMemory] = resource.MustParse("110"), resource.MustParse("2Ti")
+		}
+		if err := s.env.Client.Status().Update(ctx, node); err != nil {
+			t.Fatalf("unable to report node %s's pods and memory: %v", node.Name, err)
+		}
+	}
+}
+
 // waitKueue waits (deadline scaled by MANDATE_TEST_TIMEOUT_SCALE) for cond,
 // failing with what cond last said (Kueue's log follows, from StartKueue).
 func waitKueue(t *testing.T, what string, cond func() (bool, string)) {
@@ -282,15 +289,7 @@ func waitKueue(t *testing.T, what string, cond func() (bool, string)) {
 
 // conditionTrue says whether obj's status has condition typ True.
 func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	var cs []metav1.Condition
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		t, _ := m["type"].(string)
-		st, _ := m["status"].(string)
-		cs = append(cs, metav1.Condition{Type: t, Status: metav1.ConditionStatus(st)})
-	}
-	return meta.IsStatusConditionTrue(cs, typ)
+	return meta.IsStatusConditionTrue(conditionsOf(obj), typ)
 }
 
 // hostPods decodes a Kueue v1beta2 topologyAssignment into pods per node

@@ -73,6 +73,9 @@ type startOptions struct {
 	env []envtest.Option
 	// config changes serve's configuration (e.g. a bundle source).
 	config func(*config.Serve)
+	// prepare, when set, runs once Mandate's namespace exists, before
+	// serve starts (e.g. a Lease another replica holds).
+	prepare func(t *testing.T, env *envtest.Env)
 	// decisions writes the decision log; nil writes none.
 	decisions *decisionlog.Logger
 	// replicas, when more than 1, runs that many replicas as the chart
@@ -125,6 +128,9 @@ func startWith(t *testing.T, so startOptions) *suite {
 	// loops (authority metrics, scheduler sync) live there.
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mandateNamespace}}); err != nil {
 		t.Fatalf("unable to create namespace %s: %v", mandateNamespace, err)
+	}
+	if so.prepare != nil {
+		so.prepare(t, env)
 	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
 	t.Cleanup(cancel)

@@ -15,10 +15,13 @@ import (
 	"testing"
 	"time"
 
+	v1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+
 	"github.com/mandate-dev/mandate/bundles"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/openreports"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
@@ -104,9 +107,10 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startWith(t, startOptions{decisions: decisions, config: func(c *config.Serve) {
+	s := startWith(t, startOptions{decisions: decisions, env: []envtest.Option{envtest.WithOpenReportsCRDs()}, config: func(c *config.Serve) {
 		c.MetricsAddr = metricsAddr
 		c.Bundle.Source, c.Bundle.Shadow.Source, c.Bundle.Interval = active, candidate, time.Hour
+		c.OpenReports.Interval = reportsInterval
 	}})
 	s.populate(t)
 	metrics := "http://" + metricsAddr + "/metrics"
@@ -196,5 +200,28 @@ func TestShadowBundleIsNeverEnforced(t *testing.T) {
 	}
 	if st.Shadow == nil || st.Shadow.Revision != sh.Revision || st.Shadow.Source != candidate {
 		t.Errorf("status of the shadow bundle = %+v", st.Shadow)
+	}
+
+	// The background audit decides it against the shadow too: its Report
+	// holds the candidate's would-be denial as a warning of the shadow's
+	// policy, and nothing of the active revision, which admits it.
+	c := s.env.Client
+	if err := v1alpha1.Install(c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	var shadowResult v1alpha1.ReportResult
+	envtest.WaitFor(t, 60*time.Second, "the shadow's result for "+job.GetName(), func() bool {
+		var ok bool
+		shadowResult, ok = result(t, c, job.GetNamespace(), job, "PRIORITY_NOT_ALLOWED")
+		return ok
+	})
+	if shadowResult.Policy != openreports.PolicyShadow || shadowResult.Result != "warn" ||
+		shadowResult.Properties[openreports.PropertyRevision] != sh.Revision {
+		t.Errorf("result %+v, want policy %s, result warn, revision %s", shadowResult, openreports.PolicyShadow, sh.Revision)
+	}
+	for _, r := range report(t, c, job.GetNamespace()).Results {
+		if r.Policy == openreports.PolicyActive {
+			t.Errorf("the active revision admits %s, yet its Report holds %+v", job.GetName(), r)
+		}
 	}
 }

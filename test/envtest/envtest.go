@@ -47,6 +47,7 @@ const (
 	pyTorchJobCRD     = "test/envtest/testdata/crds/kubeflow.org_pytorchjobs.yaml"
 	certManagerCRDs   = assetsDir + "/crds/cert-manager"
 	kueueCRDs         = assetsDir + "/crds/kueue"
+	openReportsCRDs   = assetsDir + "/crds/openreports"
 	prometheusRuleCRD = assetsDir + "/crds/prometheus-operator/monitoring.coreos.com_prometheusrules.yaml"
 	assetsInstruction = "run `make envtest-assets` (or hack/envtest-assets.sh) from the repository root"
 
@@ -99,6 +100,7 @@ type options struct {
 	kueue         bool
 	workloadKinds bool
 	promRule      bool
+	openReports   bool
 	crdPaths      []string
 	webhooks      *crenvtest.WebhookInstallOptions
 	apiServerArgs [][2]string
@@ -159,6 +161,13 @@ func WithWorkloadCRDs() Option {
 // bin/k8s/crds/prometheus-operator by hack/envtest-assets.sh.
 func WithPrometheusRuleCRD() Option {
 	return func(o *options) { o.promRule = true }
+}
+
+// WithOpenReportsCRDs also installs OpenReports' Report and ClusterReport
+// CRDs (openreports.io/v1alpha1), copied into bin/k8s/crds/openreports by
+// hack/envtest-assets.sh from the module the root go.mod requires.
+func WithOpenReportsCRDs() Option {
+	return func(o *options) { o.openReports = true }
 }
 
 // WithCRDPaths also installs the CRDs in these files or directories

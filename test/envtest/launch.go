@@ -238,6 +238,11 @@ func listCRDFiles(root string, o options) ([]string, error) {
 			}
 		}
 	}
+	if o.openReports {
+		if files, err = appendAssetCRDs(files, root, openReportsCRDs, "OpenReports"); err != nil {
+			return nil, err
+		}
+	}
 	if o.promRule {
 		crd := filepath.Join(root, prometheusRuleCRD)
 		if _, err := os.Stat(crd); err != nil {

@@ -210,7 +210,28 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err := s.authorityMetrics(ctx, rc, c); err != nil {
 		return nil, err
 	}
+	if err := s.openReports(ctx, rc, c); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// active is the revision active now: the bundle's, or the policy loaded
+// at startup; nil while no bundle revision is.
+func (s *Server) active() *evaluator.Evaluator {
+	if s.Activator != nil {
+		return s.Activator.Current()
+	}
+	return s.Evaluator
+}
+
+// exempt is what serve never governs beside the system namespaces: its
+// own namespace.
+func exempt(c config.Serve) []string {
+	if c.Namespace == "" {
+		return nil
+	}
+	return []string{c.Namespace}
 }
 
 // authorityMetrics adds the loop that publishes the cluster report as
@@ -218,16 +239,6 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 // the holder of its Lease in Mandate's namespace (every replica when none
 // is set), deciding every workload against the active revision.
 func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config.Serve) error {
-	current := func() *evaluator.Evaluator {
-		if s.Activator != nil {
-			return s.Activator.Current()
-		}
-		return s.Evaluator
-	}
-	var exempt []string
-	if c.Namespace != "" {
-		exempt = []string{c.Namespace}
-	}
 	// The report reads the Pods and Nodes the informers hold (synced
 	// before its first run: Ready), the rest from the API server.
 	held := func(ctx context.Context) ([]*cluster.PodFacts, []*corev1.Node, bool) {
@@ -235,7 +246,7 @@ func (s *Server) authorityMetrics(ctx context.Context, rc *rest.Config, c config
 		return pods, s.State.Nodes(), ok
 	}
 	loop := &authoritymetrics.Loop{Interval: authoritymetrics.DefaultInterval,
-		Report: authoritymetrics.FromClusterHeld(s.Manager.GetAPIReader(), held, current, exempt), Ready: s.cacheSynced.Load}
+		Report: authoritymetrics.FromClusterHeld(s.Manager.GetAPIReader(), held, s.active, exempt(c)), Ready: s.cacheSynced.Load}
 	var r manager.Runnable = loop
 	if c.Namespace != "" {
 		r = &elected.Runnable{Run: loop, Lease: authoritymetrics.LeaseName, What: "the authority metrics", Config: rc, Namespace: c.Namespace}
