@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -40,8 +40,8 @@ func TestSbatchScriptsAreDecidedAsTheirJobs(t *testing.T) {
 				delete(item, "decisionId")
 				return item
 			}
-			script := decide("../../examples/slurm/" + tc.name + ".sbatch")
-			job := decide("../../examples/slurm/jobs/" + tc.name + ".yaml")
+			script := decide("../../../examples/slurm/" + tc.name + ".sbatch")
+			job := decide("../../../examples/slurm/jobs/" + tc.name + ".yaml")
 			assert.Equal(t, job, script)
 			assert.Equal(t, tc.wantAllowed, script["allowed"], "allowed")
 			if tc.wantDimension != "" {
@@ -61,7 +61,7 @@ func TestExplainSbatchIsTheJobsExplanation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cluster, err := os.ReadFile(exampleCluster)
 			require.NoError(t, err)
-			job, err := os.ReadFile("../../examples/slurm/jobs/" + name + ".yaml")
+			job, err := os.ReadFile("../../../examples/slurm/jobs/" + name + ".yaml")
 			require.NoError(t, err)
 			withJob := filepath.Join(t.TempDir(), "cluster.yaml")
 			require.NoError(t, os.WriteFile(withJob, append(append(cluster, []byte("\n---\n")...), job...), 0o600))
@@ -76,7 +76,7 @@ func TestExplainSbatchIsTheJobsExplanation(t *testing.T) {
 				return code, e
 			}
 			wantCode, want := explainJSON("job/"+name, "-n", namespaceOf(t, job), "--snapshot", withJob, "-o", "json")
-			gotCode, got := explainJSON("sbatch/../../examples/slurm/"+name+".sbatch", "--snapshot", exampleCluster, "-o", "json")
+			gotCode, got := explainJSON("sbatch/../../../examples/slurm/"+name+".sbatch", "--snapshot", exampleCluster, "-o", "json")
 			assert.Equal(t, wantCode, gotCode)
 			assert.Equal(t, want, got)
 		})
