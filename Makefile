@@ -50,7 +50,7 @@ envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manage
 	hack/envtest-assets.sh
 
 .PHONY: test
-test: build envtest-assets chromium ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
+test: build envtest-assets chromium slurm ## Run every test: Go unit, property, fuzz-seed and real-API-server tests, the Rego suites, and a short fuzz run.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -tags load -count=1 -v -run 'TestBurst|TestRestartDuringBurst|TestBundleHotSwapUnderLoad|TestFailure|TestRotationUnderLoad|TestSelfSignedServe|TestLargeObjectsBoundedMemory|TestNoCredentialAnywhere|TestReplicasSpendTheGuaranteeOnce|TestTwoAPIServersSpendTheGuaranteeOnce|TestAPIServerRestartDuringSharedBurst|TestSustainedCreatesKeepTheLedgerFlat' ./test/load/ 2>&1 | grep -E '^(burst|webhook|client|restart|hotswap|failure|rotation|selfSigned|memory|secrets|replicas|sustained|--- |ok|FAIL|PASS|    [a-z_]+_test.go:[0-9]+:)'
 	$(MANDATE) opa test policies/ -v --explain=fails | tail -n 3
@@ -59,6 +59,10 @@ test: build envtest-assets chromium ## Run every test: Go unit, property, fuzz-s
 .PHONY: chromium
 chromium: ## Install Debian's chromium when missing (the HTML report's headless-browser test needs it).
 	hack/chromium.sh
+
+.PHONY: slurm
+slurm: ## Install Debian's Slurm 22.05, munge and MariaDB when missing (the real-Slurm test, test/slurm, needs them).
+	hack/slurm.sh
 
 .PHONY: demo
 demo: ## Run mandate serve as the webhook of a local kube-apiserver, load the example cluster, create the example workloads and print what was admitted, mutated or denied, and why.
@@ -84,10 +88,11 @@ lint: build ## gofmt, go vet, helm lint --strict, opa fmt and opa check --strict
 	$(BIN)/k8s/helm lint --strict charts/mandate --set policies.source=embedded-demo # the chart has no default model
 
 .PHONY: fuzz
-fuzz: ## Fuzz the workload normaliser, the admission handler and the model checker (FUZZTIME=10m for a long run).
+fuzz: ## Fuzz the workload normaliser, the admission handler, the model checker and the sbatch parser (FUZZTIME=10m for a long run).
 	$(GO) test ./workload/ -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./webhook/ -run '^$$' -fuzz '^FuzzMutate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./modelcheck/ -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workload/sbatch/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.

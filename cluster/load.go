@@ -112,3 +112,17 @@ func fromUnstructured(obj *unstructured.Unstructured, into any) error {
 	}
 	return nil
 }
+
+// EachFile calls fn with every object of a file of YAML or JSON documents
+// (EachObject).
+func EachFile(path string, fn func(*unstructured.Unstructured) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("unable to read %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := EachObject(f, fn); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -233,5 +234,20 @@ func (s *State) Nodes() []*corev1.Node {
 	}
 	s.nodesMu.Unlock()
 	slices.SortFunc(out, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// TenantNamespaces lists, sorted, the namespaces labelled with tenant under
+// label (mandate.dev/tenant).
+func (s *State) TenantNamespaces(label, tenant string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for name, labels := range s.namespaces {
+		if labels[label] == tenant {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
 	return out
 }

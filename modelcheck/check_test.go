@@ -296,10 +296,10 @@ var cases = []struct {
 	},
 	{
 		name:      "unknown scheduler",
-		edit:      func(m map[string]any) { obj(m, "tenants", "research")["scheduler"] = "slurm" },
+		edit:      func(m map[string]any) { obj(m, "tenants", "research")["scheduler"] = "lsf" },
 		wantPath:  "tenants.research.scheduler",
 		wantCheck: "scheduler",
-		wantMsg:   `unknown scheduler "slurm": known schedulers are volcano, kai, kueue and default`,
+		wantMsg:   `unknown scheduler "lsf": known schedulers are volcano, kai, kueue, default and slurm`,
 	},
 	{
 		name:      "two tenants in one queue",
@@ -468,7 +468,7 @@ func TestACycleIsReportedOnceAndAlone(t *testing.T) {
 
 func TestAValueTheSchemaAndACheckRejectIsReportedOnce(t *testing.T) {
 	m := example(t)
-	obj(m, "tenants", "research")["scheduler"] = "slurm"
+	obj(m, "tenants", "research")["scheduler"] = "lsf"
 	problems := modelcheck.Check(m)
 	require.Len(t, problems, 1, render(problems))
 	assert.Equal(t, "scheduler", problems[0].Check)

@@ -136,7 +136,7 @@ func TestAFakeSchedulerIsOneRegistration(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEqual(t, string(want), string(got), "%s: the drift test must see the new scheduler missing", path)
 	}
-	assert.Contains(t, string(files[schedgen.SchemaFile]), `"enum": ["volcano", "kai", "kueue", "default", "fake"]`)
+	assert.Contains(t, string(files[schedgen.SchemaFile]), `"enum": ["volcano", "kai", "kueue", "default", "slurm", "fake"]`)
 	assert.Contains(t, string(files[schedgen.ChartFile]), `- apiGroups: ["fake.example"]`)
 }
 

@@ -10,6 +10,7 @@ func init() {
 	Register(KAI)
 	Register(Kueue)
 	Register(Default)
+	Register(Slurm)
 }
 
 func kind(group, version, kind, resource string, namespaced bool) Kind {
@@ -110,4 +111,15 @@ var Default = Scheduler{
 	Name:          "default",
 	Title:         "default scheduler",
 	SchedulerName: "default-scheduler",
+}
+
+// Slurm 22.05 runs batch jobs outside Kubernetes: its tenants' work is
+// submitted with sbatch, decided by `mandate eval` on the #SBATCH lines,
+// and Slurm enforces the model through what `mandate sync --target slurm`
+// writes (accounts, QOS, partitions, topology.conf; package
+// schedsync/slurm). A Kubernetes pod of a Slurm tenant keeps its own
+// schedulerName and gets no scheduler keys.
+var Slurm = Scheduler{
+	Name:  "slurm",
+	Title: "Slurm",
 }

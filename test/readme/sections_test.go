@@ -46,6 +46,13 @@ var runBy = map[string]string{
 
 // notRun are the README lines no test runs, exactly as written, with why.
 var notRun = map[string]string{
+	"mandate sync --target slurm --slurm-nodes nodes.yaml --diff    # what would change in accounts, QOS and the files (empty when in sync)": "needs a Slurm cluster; test/slurm (TestSyncConfiguresARealSlurm) runs sync, --diff, --check, explain slurm/ID and report --slurm against a real one",
+	"mandate sync --target slurm --slurm-nodes nodes.yaml           # apply it: sacctmgr -i, the files, scontrol reconfigure":                "needs a Slurm cluster; test/slurm (TestSyncConfiguresARealSlurm) runs sync, --diff, --check, explain slurm/ID and report --slurm against a real one",
+	"mandate sync --target slurm --slurm-nodes nodes.yaml --check   # exit 1 and a list when Slurm drifted from the model":                   "needs a Slurm cluster; test/slurm (TestSyncConfiguresARealSlurm) runs sync, --diff, --check, explain slurm/ID and report --slurm against a real one",
+	"mandate explain slurm/1234                                     # why a Slurm job waits, by authority dimension":                         "needs a Slurm cluster; test/slurm (TestSyncConfiguresARealSlurm) runs sync, --diff, --check, explain slurm/ID and report --slurm against a real one",
+	"mandate report --slurm                                         # every Slurm job's reason, by authority dimension":                      "needs a Slurm cluster; test/slurm (TestSyncConfiguresARealSlurm) runs sync, --diff, --check, explain slurm/ID and report --slurm against a real one",
+	"mandate eval -f examples/slurm --cluster examples/cluster.yaml # decide sbatch scripts as their Kubernetes Jobs": "exits 1 by design (four of the scripts are denied); " +
+		"TestSbatchScriptsAreDecidedAsTheirJobs (cmd/mandate/cli) decides each script and its Job",
 	"make demo   # run Mandate as the webhook of a local API server, create the example workloads, print what happened, and why": "starts its own API server and serve " +
 		"and creates every example, for people to watch: too slow inside `make test` (hack/demo's table is tested there)",
 	"make test   # every test: Go unit, property and fuzz-seed tests, the Rego suites, a short fuzz run": "is the whole test suite, this test among it",

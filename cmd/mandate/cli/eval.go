@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/workload"
+	"github.com/mandate-dev/mandate/workload/sbatch"
 )
 
 // Exit codes of `mandate eval`.
@@ -39,6 +41,9 @@ type evalOptions struct {
 	namespace string
 	user      string
 	groups    []string
+	// sbatchJob turns a Slurm batch script into its Kubernetes Job; nil
+	// reads every file as manifests.
+	sbatchJob func(file string, data []byte) (*unstructured.Unstructured, error)
 }
 
 func newEvalCommand() *cobra.Command {
@@ -46,8 +51,8 @@ func newEvalCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval -f MANIFEST --cluster SNAPSHOT [--policies DIR] [-n NAMESPACE] [-o table|json|yaml]",
 		Short: "Decide workloads offline, exactly as the webhook would",
-		Long: `Decide every workload in MANIFEST (a file, a directory of YAML files, or - for
-stdin) against a cluster snapshot: what ` + "`kubectl get nodes,pods,namespaces -A -o yaml`" + ` prints.
+		Long: `Decide every workload in MANIFEST (a file, a directory of YAML files and
+Slurm batch scripts, or - for stdin) against a cluster snapshot: what ` + "`kubectl get nodes,pods,namespaces -A -o yaml`" + ` prints.
 Prints whether each is admitted, every violation with its dimension and message,
 warnings, the scheduler directives, the patch that would be applied, and a
 per-dimension explanation (verdict, limit, current value). A workload that
@@ -58,6 +63,12 @@ the next, as consecutive creates would. Documents of kinds Mandate does not
 govern (a Queue, a ConfigMap, …) are listed as "skipped: not a governed kind"
 and not decided. A Deployment or StatefulSet is followed by a preview of its
 pods: admitted with its directives, counted with it, not again.
+A Slurm batch script (a file with #SBATCH lines: .sbatch, .slurm or .sh in a
+directory) is decided as the Kubernetes Job it is equivalent to: -A/--account
+is the tenant (the Job goes to a namespace of that tenant), --qos the priority
+class, -N/--nodes the gang of pods, --gres=gpu[:type]:N or --gpus-per-node
+each pod's GPUs, a partition or gres type naming a GPU product its product,
+and --switches=1 the model's leaf topology level, required.
 
 Exit status: 0 when every workload is admitted, 1 when any is denied, 2 on bad input.`,
 		Args: cobra.NoArgs,
@@ -105,6 +116,9 @@ func runEval(ctx context.Context, out, errOut io.Writer, o evalOptions) (int, er
 	}
 	if err := state.LoadFile(o.cluster); err != nil {
 		return 0, err
+	}
+	o.sbatchJob = func(file string, data []byte) (*unstructured.Unstructured, error) {
+		return sbatchJob(file, data, ev.Model(), stateNamespaces(state), o.namespace)
 	}
 	items, skipped, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Claims: state.Claims(), Explain: true}, o)
 	if err != nil {
@@ -157,8 +171,14 @@ func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]e
 		if err != nil {
 			return nil, nil, err
 		}
-		objs, err := workload.Decode(data)
-		if err != nil {
+		var objs []*unstructured.Unstructured
+		if o.sbatchJob != nil && sbatch.IsScript(data) {
+			job, err := o.sbatchJob(file, data)
+			if err != nil {
+				return nil, nil, err
+			}
+			objs = append(objs, job)
+		} else if objs, err = workload.Decode(data); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
 		for _, obj := range objs {
@@ -246,7 +266,7 @@ func manifestFiles(path string) ([]string, error) {
 	var files []string
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+		if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json" || slices.Contains(sbatchExtensions, ext)) {
 			files = append(files, filepath.Join(path, e.Name()))
 		}
 	}

@@ -39,6 +39,17 @@ from a --snapshot file (the format of mandate audit; PodGroups, Queues and
 Kueue Workloads in it are read too). As the kubectl plugin: link the binary as
 kubectl-mandate on PATH and run kubectl mandate explain job/NAME -n NS.
 
+For a Slurm job, KIND is slurm and NAME its job id (mandate explain
+slurm/1234, with squeue and scontrol on PATH): Slurm's own view — its state
+and pending reason — attributed to the authority dimension that holds it
+(AssocGrpGRES and other association or QOS limits: quota, with the account's
+GrpTRES limit and the GPUs in use; Priority: priority; Resources: topology).
+
+For a Slurm batch script not yet submitted, KIND is sbatch and NAME its path
+(mandate explain sbatch/train.sbatch --snapshot FILE): the script is
+explained as the Kubernetes Job mandate eval decides it as, against the
+cluster as it is now.
+
 Exit status: 0 when it can run now, 1 when something blocks it, 2 on bad
 input (no such workload, bad flags).`,
 		Args: cobra.ExactArgs(1),
@@ -62,6 +73,9 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 	kind, name, ok := strings.Cut(arg, "/")
 	if !ok || kind == "" || name == "" {
 		return 0, fmt.Errorf("want KIND/NAME (e.g. job/pretrain), got %q", arg)
+	}
+	if kind == slurmKind {
+		return runSlurmExplain(ctx, out, name, o.output)
 	}
 	if o.bundle != "" && o.policies != "" {
 		return 0, errors.New("--bundle and --policies both name a policy: give one")
@@ -107,6 +121,13 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 			return 0, err
 		}
 		if sched, err = explain.ListSchedulerState(ctx, c, ns); err != nil {
+			return 0, err
+		}
+	}
+	if kind == sbatchKind {
+		// A batch script is explained as the Job it is decided as, added
+		// to the cluster as it is now.
+		if kind, ns, name, err = addSbatchJob(name, ev.Model(), inv, ns); err != nil {
 			return 0, err
 		}
 	}

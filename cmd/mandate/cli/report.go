@@ -13,14 +13,16 @@ import (
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/explain"
 	"github.com/mandate-dev/mandate/inventory"
+	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 const outputHTML = "html"
 
 func newReportCommand() *cobra.Command {
 	var o auditOptions
+	var slurmView bool
 	cmd := &cobra.Command{
-		Use:   "report [--kubeconfig FILE | --snapshot FILE] [-o table|json|html]",
+		Use:   "report [--kubeconfig FILE | --snapshot FILE | --slurm] [-o table|json|html]",
 		Short: "Report idle GPUs next to blocked work, and the authority that blocks it",
 		Long: `Report, for the whole cluster: per tenant (rolled up the hierarchy) the
 guarantee, ceiling, used and idle-within-guarantee GPUs and the pending demand
@@ -32,9 +34,17 @@ mandate explain does. -o html writes one self-contained page with plots.
 
 Live through a kubeconfig (default: $KUBECONFIG or ~/.kube/config), or offline
 from a --snapshot file. Exit 0 when nothing is blocked, 1 when work is blocked
-while GPUs sit idle, 2 on bad input.`,
+while GPUs sit idle, 2 on bad input.
+
+With --slurm, the report is of the Slurm cluster SLURM_CONF names (squeue and
+scontrol on PATH): every job with Slurm's pending reason attributed to the
+authority dimension that holds it, and for a quota reason the account's
+GrpTRES limit and the GPUs in use; exit 1 when any job waits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if slurmView {
+				return exitStatus(runSlurmReport(cmd.Context(), cmd.OutOrStdout(), o.output))
+			}
 			return exitStatus(runReport(cmd.Context(), cmd.OutOrStdout(), o))
 		},
 	}
@@ -45,6 +55,7 @@ while GPUs sit idle, 2 on bad input.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
 	f.StringSliceVar(&o.exempt, "exempt-namespace", nil, "namespaces Mandate does not govern, beside kube-system, kube-public and kube-node-lease")
+	f.BoolVar(&slurmView, facts.Slurm.Name, false, "report the Slurm cluster's jobs (squeue's reasons by authority dimension) instead")
 	addOutputFlag(cmd, &o.output, outputTable, outputJSON, outputHTML)
 	return cmd
 }

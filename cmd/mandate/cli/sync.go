@@ -27,6 +27,8 @@ type syncOptions struct {
 	diff            bool
 	check           bool
 	output          string
+	target          string
+	slurm           slurmSyncOptions
 }
 
 func newSyncCommand() *cobra.Command {
@@ -49,6 +51,16 @@ change and changes nothing (empty when the cluster matches); --check lists
 every difference between model and cluster (missing objects, differing
 fields, Mandate objects the model no longer has) and changes nothing.
 
+With --target slurm, the same model configures a Slurm cluster instead
+(sacctmgr and scontrol from PATH; SLURM_CONF names its configuration): one
+account per tenant (Organization mandate) with GrpTRES=gres/gpu=<ceiling>,
+gres/gpu:<product>=<ceiling> and Fairshare=<guarantee>, one QOS per priority
+tier with Priority, Preempt and PreemptMode, and the files
+mandate-partitions.conf (a partition per GPU product) and topology.conf
+(switches from the topology levels) in --slurm-conf-dir, from the nodes of
+--slurm-nodes; --dry-run there plans and changes nothing. See the README's
+"Slurm" section.
+
 Exit status: 0 when done (for --check: no drift), 1 when --check finds drift or
 a write fails, 2 on bad input.`,
 		Args: cobra.NoArgs,
@@ -67,6 +79,8 @@ a write fails, 2 on bad input.`,
 	f.BoolVar(&o.diff, "diff", false, "print what would change, change nothing")
 	f.BoolVar(&o.check, "check", false, "list every difference between model and cluster, change nothing; exit 1 when there is any")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.StringVar(&o.target, "target", targetKubernetes, "what to configure: kubernetes (the schedulers' objects) or slurm (accounts, QOS, partitions, topology.conf through sacctmgr and scontrol)")
+	addSlurmSyncFlags(f, &o.slurm)
 	return cmd
 }
 
@@ -92,6 +106,13 @@ func runSync(ctx context.Context, out io.Writer, o syncOptions) error {
 	spec, err := model.FromData(policy.Data)
 	if err != nil {
 		return bad(err)
+	}
+	switch o.target {
+	case targetKubernetes:
+	case targetSlurm:
+		return runSlurmSync(ctx, out, spec, o)
+	default:
+		return bad(fmt.Errorf("--target %q: want %s or %s", o.target, targetKubernetes, targetSlurm))
 	}
 	opts := schedsync.Options{Schedulers: o.schedulers}
 	if _, err := schedsync.Render(spec, schedsync.Cluster{}, opts); err != nil {

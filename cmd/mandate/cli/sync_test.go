@@ -21,6 +21,8 @@ func TestSyncBadInput(t *testing.T) {
 		{"both model sources", []string{"--kubeconfig", "x", "--policies", "p", "--bundle", "b"}, "at most one"},
 		{"bad output", []string{"--kubeconfig", "x", "-o", "yaml"}, "want table or json"},
 		{"unreadable kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, "unable to read kubeconfig"},
+		{"unknown target", []string{"--target", "lsf"}, `--target "lsf": want kubernetes or slurm`},
+		{"unreadable Slurm nodes", []string{"--target", "slurm", "--slurm-nodes", "/nonexistent/nodes.yaml"}, "unable to read --slurm-nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errText := run(t, append([]string{"sync"}, tc.args...)...)
