@@ -24,12 +24,13 @@ var elsewhere = map[string]map[string]string{
 		"cmd/mandate/cli/eval.go":    "the default namespace",
 	},
 	"priorityClassName": {
-		"scheduler/podgroup.go":     "a PodGroup's spec field",
-		"scheduler/volcano.go":      "a Volcano Job's spec field",
-		"scheduler/template.go":     "a pod template's spec field",
-		"gang/podgroup.go":          "a PodGroup's spec field",
-		"decisionlog/redact.go":     "a pod spec field",
-		"workload/sbatch/sbatch.go": "the pod template's spec field a QOS becomes",
+		"scheduler/podgroup.go":       "a PodGroup's spec field",
+		"scheduler/volcano.go":        "a Volcano Job's spec field",
+		"scheduler/template.go":       "a pod template's spec field",
+		"gang/podgroup.go":            "a PodGroup's spec field",
+		"decisionlog/redact.go":       "a pod spec field",
+		"workload/sbatch/sbatch.go":   "the pod template's spec field a QOS becomes",
+		"simulate/replay/manifest.go": "the pod template's spec field of a simulated job",
 	},
 }
 

@@ -1,6 +1,10 @@
 package topologytest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mandate-dev/mandate/scheduler/facts"
+)
 
 // ReferenceTenants is the authority model's tenants (the model's
 // "tenants" document) for the reference cluster's n tenant namespaces: an
@@ -14,7 +18,7 @@ func ReferenceTenants(n int) map[string]any {
 		return map[string]any{"nvidia.com/gpu": map[string]any{"guaranteed": g, "ceiling": c}}
 	}
 	tenants := map[string]any{
-		"org": map[string]any{"parent": "", "quota": quota(80000, 100000), "priorityClasses": classes, "scheduler": "volcano"},
+		"org": map[string]any{"parent": "", "quota": quota(80000, 100000), "priorityClasses": classes, "scheduler": facts.Volcano.Name},
 	}
 	for d := range 10 {
 		tenants[fmt.Sprintf("division-%d", d)] = map[string]any{"parent": "org", "quota": quota(8000, 20000)}
