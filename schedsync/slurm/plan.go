@@ -213,12 +213,23 @@ func (c *Cluster) Apply(ctx context.Context, p Plan, dryRun bool) error {
 				"Preempt="+listArg(q.Preempt), "PreemptMode="+preemptModeArg(q.PreemptMode), "Description="+q.Description)
 		case ch.Kind == KindAccount && ch.Action == ActionCreate:
 			a := ch.account
-			err = sacctmgr(append([]string{"add", "account", a.Name, "Cluster=" + c.Name, "Organization=" + Organization}, accountArgs(a, nil)...)...)
+			err = sacctmgr(append([]string{"add", "account", a.Name, "Cluster=" + c.Name, "Organization=" + Organization, "Parent=" + a.Parent},
+				accountArgs(a, nil)...)...)
 		case ch.Kind == KindAccount && ch.Action == ActionUpdate:
 			a := ch.account
-			l, _ := c.Read(ctx) // the limits to clear are the live ones
-			err = sacctmgr(append([]string{"modify", "account", "where", "name=" + a.Name, "cluster=" + c.Name, "set"},
-				accountArgs(a, l.Accounts[a.Name].GrpTRES)...)...)
+			l, _ := c.Read(ctx) // the limits to clear and the parent are the live ones
+			live := l.Accounts[a.Name]
+			where := []string{"modify", "account", "where", "name=" + a.Name, "cluster=" + c.Name, "set"}
+			// A move to another parent is a command of its own: with a
+			// Parent= in it, sacctmgr 22.05 changes nothing else of the
+			// association, and with the parent it already has it changes
+			// nothing at all ("Nothing modified").
+			if live.Parent != a.Parent {
+				err = sacctmgr(append(where, "Parent="+a.Parent)...)
+			}
+			if err == nil {
+				err = sacctmgr(append(where, accountArgs(a, live.GrpTRES)...)...)
+			}
 		case ch.Kind == KindAccount && ch.Action == ActionDelete:
 			err = sacctmgr("delete", "account", "where", "name="+ch.Name, "cluster="+c.Name)
 		case ch.Kind == KindFile:
@@ -244,8 +255,8 @@ func (c *Cluster) Apply(ctx context.Context, p Plan, dryRun bool) error {
 	return nil
 }
 
-// accountArgs are the sacctmgr settings of an account; the limits live
-// has that a no longer wants are cleared (-1).
+// accountArgs are the sacctmgr settings of an account but its parent; the
+// limits live has that a no longer wants are cleared (-1).
 func accountArgs(a Account, live map[string]int64) []string {
 	tres := map[string]int64{}
 	for k := range live {
@@ -254,7 +265,7 @@ func accountArgs(a Account, live map[string]int64) []string {
 	for k, v := range a.GrpTRES {
 		tres[k] = v
 	}
-	args := []string{"Parent=" + a.Parent, "Description=" + a.Description, "Fairshare=" + strconv.FormatInt(a.Fairshare, 10),
+	args := []string{"Description=" + a.Description, "Fairshare=" + strconv.FormatInt(a.Fairshare, 10),
 		"QOS=" + listArg(a.QOS), "DefaultQOS=" + orNone(a.DefaultQOS)}
 	if len(tres) > 0 {
 		args = append(args, "GrpTRES="+formatTRES(tres))

@@ -25,7 +25,10 @@ func Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		// sacctmgr says why on either stream (" Nothing modified" on its
+		// standard output).
+		why := strings.TrimSpace(stderr.String() + "\n" + string(out))
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, why)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package slurm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,20 +198,30 @@ func TestSyncConfiguresARealSlurm(t *testing.T) {
 	}
 	assert.Equal(t, wantAccounts, c.accountRows(t), "sacctmgr show assoc after the repair")
 
-	// A ceiling changed in a new bundle changes exactly that account's
-	// limits (the guarantee, which may not exceed the ceiling, with it).
-	bundle := bundleWith(t, bin, func(s string) string {
-		return strings.Replace(s, `"research-vision": {
+	// The test node has 8 GPUs, so the ceiling Slurm is shown enforcing
+	// must be below 8, and the guarantee may not exceed it: a first bundle
+	// lowers research-vision's guarantee (16 → 4, its Fairshare), then a
+	// second changes only its ceiling (64 → 4), which changes exactly that
+	// account's GrpTRES.
+	visionQuota := func(guaranteed, ceiling int) func(string) string {
+		return func(s string) string {
+			return strings.Replace(s, `"research-vision": {
       "parent": "research",
       "description": "Vision models; small experiments.",
-      "quota": {"nvidia.com/gpu": {"guaranteed": 16, "ceiling": 64}}`, `"research-vision": {
+      "quota": {"nvidia.com/gpu": {"guaranteed": 16, "ceiling": 64}}`, fmt.Sprintf(`"research-vision": {
       "parent": "research",
       "description": "Vision models; small experiments.",
-      "quota": {"nvidia.com/gpu": {"guaranteed": 4, "ceiling": 4}}`, 1)
-	})
+      "quota": {"nvidia.com/gpu": {"guaranteed": %d, "ceiling": %d}}`, guaranteed, ceiling), 1)
+		}
+	}
+	lowered := bundleWith(t, bin, visionQuota(4, 64))
+	if out, code := c.mandate(t, bin, append(syncArgs, "--bundle", lowered)...); code != 0 {
+		t.Fatalf("sync of the bundle with the lower guarantee exited %d:\n%s", code, out)
+	}
+	bundle := bundleWith(t, bin, visionQuota(4, 4))
 	bundleArgs := append(syncArgs, "--bundle", bundle)
 	out, code = c.mandate(t, bin, append(bundleArgs, "--diff")...)
-	wantDiff := "--- account research-vision (slurm cluster mandatetest)\n+++ account research-vision (model)\n-Fairshare=16\n+Fairshare=4\n-GrpTRES=gres/gpu=64\n+GrpTRES=gres/gpu=4\n"
+	wantDiff := "--- account research-vision (slurm cluster mandatetest)\n+++ account research-vision (model)\n-GrpTRES=gres/gpu=64\n+GrpTRES=gres/gpu=4\n"
 	if code != 0 || !assert.Equal(t, wantDiff, out, "--diff of the new bundle") {
 		t.Fatalf("--diff of the new bundle: exit %d:\n%s", code, out)
 	}
