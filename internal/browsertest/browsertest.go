@@ -7,7 +7,6 @@ package browsertest
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -26,7 +25,7 @@ func Chromium(t testing.TB) string {
 	if path, err := exec.LookPath("chromium"); err == nil {
 		return path
 	}
-	out, err := exec.Command(filepath.Join(repoRoot(t), "hack", "chromium.sh")).CombinedOutput()
+	out, err := exec.Command(filepath.Join(envtest.RepoRoot(t), "hack", "chromium.sh")).CombinedOutput()
 	require.NoError(t, err, "chromium is missing and hack/chromium.sh could not install it: %s", out)
 	path, err := exec.LookPath("chromium")
 	require.NoError(t, err, "hack/chromium.sh ran but chromium is not on PATH")
@@ -48,19 +47,4 @@ func Headless(t testing.TB, bin, page string, extra ...string) []byte {
 	out, err := cmd.Output()
 	require.NoError(t, err, "chromium: %s", stderr.String())
 	return out
-}
-
-// repoRoot is the directory holding go.mod, above the test's own.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test's directory")
-		dir = parent
-	}
 }

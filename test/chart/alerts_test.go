@@ -34,7 +34,7 @@ const (
 // series makes it fire with its labels and annotations and one where it
 // stays silent; and an alert whose expression is broken fails them.
 func TestAlertRules(t *testing.T) {
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	ctx := context.Background()
 	file, err := chartqueries.RuleFile(ctx, root)
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func testNames(tests []string) []string {
 // promtool runs the pinned promtool in dir and returns its combined output.
 func promtool(t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
-	bin := filepath.Join(repoRoot(t), promtoolBinary)
+	bin := filepath.Join(envtest.RepoRoot(t), promtoolBinary)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("promtool not found at %s: %s", bin, promtoolHowTo)
 	}

@@ -691,7 +691,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 // exactly args and returns its combined output.
 func helmBare(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	bin := filepath.Join(root, helmBinary)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("helm not found at %s: %s", bin, assetsInstruction)
@@ -707,22 +707,6 @@ func helmBare(t *testing.T, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	return buf.String(), err
-}
-
-// repoRoot walks up from the working directory to this module's go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module "+modulePath+"\n") {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatalf("no go.mod of %s above %s", modulePath, wd)
-		}
-	}
 }
 
 // TestTemplateOpenReports: the background audit is on by default, with its

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mandate-dev/mandate/test/chartqueries"
+	"github.com/mandate-dev/mandate/test/envtest"
 
 	// Register every metric mandate serve registers in controller-runtime's
 	// registry: the app package is serve's composition root and links
@@ -36,7 +37,7 @@ func TestDashboard(t *testing.T) {
 	assert.Equal(t, "1", cm.Labels["grafana_dashboard"])
 	assert.Equal(t, "Mandate", cm.Annotations["grafana_folder"])
 	assert.Equal(t, namespace, cm.Namespace)
-	file, err := os.ReadFile(filepath.Join(repoRoot(t), chartDir, "dashboards", "mandate.json"))
+	file, err := os.ReadFile(filepath.Join(envtest.RepoRoot(t), chartDir, "dashboards", "mandate.json"))
 	require.NoError(t, err)
 	require.Equal(t, string(file), cm.Data["mandate.json"], "the ConfigMap carries the dashboard file as is")
 
@@ -91,7 +92,7 @@ func TestDashboard(t *testing.T) {
 // mandate serve registers. test/e2e's TestObservability checks the same
 // names against a scrape of a running serve.
 func TestChartQueries(t *testing.T) {
-	queries, err := chartqueries.Load(context.Background(), repoRoot(t))
+	queries, err := chartqueries.Load(context.Background(), envtest.RepoRoot(t))
 	require.NoError(t, err)
 	alerts := 0
 	for _, q := range queries {

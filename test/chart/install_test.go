@@ -402,7 +402,7 @@ func TestInstall(t *testing.T) {
 // without tests) as policies.configMap.files, the bring-your-own path.
 func writeModelValues(t *testing.T) string {
 	t.Helper()
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	files := map[string]string{}
 	base := filepath.Join(root, "policies")
 	err := filepath.WalkDir(filepath.Join(base, "mandate"), func(path string, d fs.DirEntry, err error) error {
@@ -434,7 +434,7 @@ func writeModelValues(t *testing.T) string {
 // (Ready, with their GPUs), then the running pods with their status.
 func loadExampleCluster(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "cluster.yaml"))
+	data, err := os.ReadFile(filepath.Join(envtest.RepoRoot(t), "examples", "cluster.yaml"))
 	require.NoError(t, err)
 	var objs []*unstructured.Unstructured
 	for _, doc := range strings.Split(string(data), "\n---") {

@@ -209,7 +209,7 @@ func buildMandate(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(5*time.Minute))
 	defer cancel()
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mandate")
-	build.Dir = repoRoot(t)
+	build.Dir = envtest.RepoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/mandate: %v\n%s", err, out)
 	}

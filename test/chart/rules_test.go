@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/internal/schedgen"
+	"github.com/mandate-dev/mandate/test/envtest"
 )
 
 // TestChartRulesAreGenerated: the chart's webhook and RBAC rules for the
 // governed kinds are what `make chart-rules` writes from the kind
 // registry, so registering a kind without regenerating fails here.
 func TestChartRulesAreGenerated(t *testing.T) {
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	generated := filepath.Join(t.TempDir(), "_rules.tpl")
 	cmd := exec.Command("go", "run", "./webhook/internal/chartrules", generated)
 	cmd.Dir = root
@@ -34,7 +35,7 @@ func TestChartRulesAreGenerated(t *testing.T) {
 // chart-rules` writes from the scheduler registry, so registering a
 // scheduler without regenerating fails here.
 func TestSchedulerFilesAreGenerated(t *testing.T) {
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	files, err := schedgen.Generate(root)
 	require.NoError(t, err)
 	for path, want := range files {

@@ -23,18 +23,11 @@ import (
 
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/workload"
 )
 
 const module = "github.com/mandate-dev/mandate"
-
-// repoRoot is the module's root, two folders above this test.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	return root
-}
 
 // section returns the lines of the markdown section under heading, up to
 // the next heading of the same or a higher level.
@@ -144,7 +137,7 @@ func imports(t *testing.T, root string) map[string][]string {
 // listed, "—" meaning none. Rows that describe their imports in words
 // ("everything it wires") are not lists and are not checked.
 func TestLayersTableMatchesImports(t *testing.T) {
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
 	require.NoError(t, err)
 	rows := tableRows(section(t, string(doc), "## Layers"))
@@ -214,7 +207,7 @@ func exported(typ reflect.Type) []string {
 // workload kind" table documents every field of workload.Kind, and no
 // field the registration lacks.
 func TestAddingAWorkloadKindListsEveryField(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "architecture.md"))
+	doc, err := os.ReadFile(filepath.Join(envtest.RepoRoot(t), "docs", "architecture.md"))
 	require.NoError(t, err)
 	assert.Equal(t, exported(reflect.TypeFor[workload.Kind]()), fieldsTable(t, string(doc), "## Adding a workload kind"),
 		"docs/architecture.md's Adding a workload kind table (got) against workload.Kind's fields (want)")
@@ -229,7 +222,7 @@ func TestAddingAWorkloadKindListsEveryField(t *testing.T) {
 // configures), so a scheduler added the documented way is where the
 // document says, and a step that names a file that is not there fails.
 func TestAddingASchedulerNamesEachSchedulersFiles(t *testing.T) {
-	root := repoRoot(t)
+	root := envtest.RepoRoot(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
 	require.NoError(t, err)
 	step := regexp.MustCompile("^[0-9]+\\. `([^`]+)`")

@@ -257,6 +257,17 @@ func upstreamCRDs(root string) (string, error) {
 		"set %s to their directory", upstreamCRDsDir, root, UpstreamCRDsEnv)
 }
 
+// RepoRoot is this module's root, found from the working directory up (a
+// test runs in its package's folder); it fails the test when there is none.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 // repoRoot walks up from the working directory to the go.mod of this module.
 func repoRoot() (string, error) {
 	wd, err := os.Getwd()

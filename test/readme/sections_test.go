@@ -138,7 +138,7 @@ func runnable(cmds []string) []string {
 // blocks is run by the test of its section (runBy), or is a synopsis, or
 // is listed in notRun with a reason; a new line anywhere else fails here.
 func TestEveryReadmeLineIsRunOrListed(t *testing.T) {
-	root := repoRootOf(t)
+	root := envtest.RepoRoot(t)
 	var gotSynopses []string
 	seenNotRun := map[string]bool{}
 	runSections := map[string]int{}
@@ -170,7 +170,7 @@ func TestEveryReadmeLineIsRunOrListed(t *testing.T) {
 // exit 1 (something is denied, as documented) and a decision for every
 // example, each `…-denied.yaml` denied.
 func TestTwoCommandsSection(t *testing.T) {
-	root := repoRootOf(t)
+	root := envtest.RepoRoot(t)
 	w := newWorkspace(t, root, nil, "examples")
 	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## The two commands"))
 	require.NotEmpty(t, cmds)
@@ -201,7 +201,7 @@ func TestTwoCommandsSection(t *testing.T) {
 // simulate/testdata, for each policy: it exits 0, and the allocation at
 // 100% and 130% arrived demand is the one the section's table quotes.
 func TestWhatIfFGDSection(t *testing.T) {
-	root := repoRootOf(t)
+	root := envtest.RepoRoot(t)
 	w := newWorkspace(t, root, nil, "simulate/testdata")
 	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## What-if: `mandate simulate fgd`"))
 	want := map[string][]string{
@@ -229,7 +229,7 @@ func TestWhatIfFGDSection(t *testing.T) {
 // policies and replays the example trace under both: the gate exits 1 with
 // the p95 wait the section quotes.
 func TestWhatIfOverTimeSection(t *testing.T) {
-	root := repoRootOf(t)
+	root := envtest.RepoRoot(t)
 	w := newWorkspace(t, root, nil, "policies", "examples")
 	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## What-if over time: `mandate simulate run`"))
 	require.Len(t, cmds, 3)
@@ -251,7 +251,7 @@ func TestWhatIfOverTimeSection(t *testing.T) {
 // the repository's policies: every line exits 0, the builtin is in OPA's
 // capabilities, and `opa fmt -w` finds nothing to rewrite.
 func TestAuthorityModelSection(t *testing.T) {
-	root := repoRootOf(t)
+	root := envtest.RepoRoot(t)
 	w := newWorkspace(t, root, nil, "policies")
 	before := treeHash(t, filepath.Join(w.dir, "policies"))
 	cmds := runnable(sectionCommands(t, filepath.Join(root, "README.md"), "## The authority model"))
@@ -506,19 +506,4 @@ func treeHash(t *testing.T, dir string) string {
 		h.Write(data)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
-}
-
-// repoRootOf walks up from the working directory to the go.mod.
-func repoRootOf(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the working directory")
-		dir = parent
-	}
 }

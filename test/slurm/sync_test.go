@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -18,17 +17,11 @@ import (
 	"github.com/mandate-dev/mandate/test/envtest"
 )
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 func buildMandate(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mandate")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/mandate")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = envtest.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/mandate: %v\n%s", err, out)
 	}
@@ -128,7 +121,7 @@ metadata:
 func bundleWith(t *testing.T, bin string, edit func(string) string) string {
 	t.Helper()
 	dir := t.TempDir()
-	src := filepath.Join(repoRoot(t), "policies")
+	src := filepath.Join(envtest.RepoRoot(t), "policies")
 	if out, err := exec.Command("cp", "-r", src, dir).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v\n%s", err, out)
 	}
