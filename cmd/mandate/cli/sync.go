@@ -134,25 +134,46 @@ func runSync(ctx context.Context, out io.Writer, o syncOptions) error {
 	if err != nil {
 		return &exitError{code: exitDenied, err: err}
 	}
+	return o.finish(out, syncedPlan{
+		json:  func(w io.Writer) error { return schedsync.WriteJSON(w, plan) },
+		diff:  func(w io.Writer) error { return schedsync.WriteDiff(w, plan) },
+		table: func(w io.Writer) error { return schedsync.WriteTable(w, plan) },
+		drift: len(plan.Drift()),
+		apply: func(dryRun bool) error { return s.Apply(ctx, plan, dryRun) },
+	})
+}
+
+// syncedPlan is one target's plan as the sync command needs it: how to
+// write it in each output format, how much of it is drift, how to apply it.
+type syncedPlan struct {
+	json, diff, table func(io.Writer) error
+	drift             int
+	apply             func(dryRun bool) error
+}
+
+// finish does what the flags ask with a target's plan, the same for every
+// target: --diff or --check write it (and --check exits 1 on drift),
+// otherwise it is applied (unless --dry-run) and written.
+func (o syncOptions) finish(out io.Writer, p syncedPlan) error {
 	write := func() error {
-		if o.output == "json" {
-			return schedsync.WriteJSON(out, plan)
+		switch {
+		case o.output == "json":
+			return p.json(out)
+		case o.diff:
+			return p.diff(out)
 		}
-		if o.diff {
-			return schedsync.WriteDiff(out, plan)
-		}
-		return schedsync.WriteTable(out, plan)
+		return p.table(out)
 	}
 	if o.diff || o.check {
 		if err := write(); err != nil {
 			return err
 		}
-		if o.check && len(plan.Drift()) > 0 {
+		if o.check && p.drift > 0 {
 			return &exitError{code: exitDenied}
 		}
 		return nil
 	}
-	if err := s.Apply(ctx, plan, o.dryRun); err != nil {
+	if err := p.apply(o.dryRun); err != nil {
 		return &exitError{code: exitDenied, err: err}
 	}
 	return write()

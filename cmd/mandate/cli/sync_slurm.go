@@ -65,26 +65,11 @@ func runSlurmSync(ctx context.Context, out io.Writer, spec model.Model, o syncOp
 	if err != nil {
 		return &exitError{code: exitDenied, err: err}
 	}
-	write := func() error {
-		switch {
-		case o.output == "json":
-			return slurm.WriteJSON(out, plan)
-		case o.diff:
-			return slurm.WriteDiff(out, plan)
-		}
-		return slurm.WriteTable(out, plan)
-	}
-	if o.diff || o.check {
-		if err := write(); err != nil {
-			return err
-		}
-		if o.check && len(plan.Drift()) > 0 {
-			return &exitError{code: exitDenied}
-		}
-		return nil
-	}
-	if err := c.Apply(ctx, plan, o.dryRun); err != nil {
-		return &exitError{code: exitDenied, err: err}
-	}
-	return write()
+	return o.finish(out, syncedPlan{
+		json:  func(w io.Writer) error { return slurm.WriteJSON(w, plan) },
+		diff:  func(w io.Writer) error { return slurm.WriteDiff(w, plan) },
+		table: func(w io.Writer) error { return slurm.WriteTable(w, plan) },
+		drift: len(plan.Drift()),
+		apply: func(dryRun bool) error { return c.Apply(ctx, plan, dryRun) },
+	})
 }
