@@ -119,7 +119,7 @@ func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, e
 				state.UpsertPod(p)
 			}
 			for _, f := range e.facts {
-				state.UpsertPod(f.Pod())
+				state.UpsertFacts(f)
 			}
 		}
 		if e.obj == nil {

@@ -73,7 +73,7 @@ func TestHeapAtScale(t *testing.T) {
 	}
 	fed := time.Now()
 	for _, p := range storedPods {
-		s.UpsertPod(p.Pod())
+		s.UpsertFacts(p)
 	}
 	_ = s.Snapshot()
 	t.Logf("fed %d pods in %s", len(storedPods), time.Since(fed))

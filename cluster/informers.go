@@ -38,7 +38,10 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 			}
 		}},
 		{&corev1.Pod{}, func(o any) {
-			if p, ok := PodOf(o); ok {
+			switch p := o.(type) {
+			case *PodFacts:
+				s.UpsertFacts(p)
+			case *corev1.Pod:
 				s.UpsertPod(p)
 			}
 		}, func(o any) {

@@ -151,6 +151,16 @@ func (s *State) UpsertPod(p *corev1.Pod) {
 	s.ledger.UpsertPod(p)
 }
 
+// UpsertFacts counts a pod the informers keep as facts (CompactPod), as
+// UpsertPod counts the whole pod, without building one from them.
+func (s *State) UpsertFacts(f *PodFacts) {
+	c := f.Counted()
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	s.topo.UpsertCounted(&c)
+	s.ledger.UpsertCounted(&c)
+}
+
 // DeletePod stops counting a pod.
 func (s *State) DeletePod(namespace, name string) {
 	s.shape.RLock()

@@ -215,21 +215,33 @@ func (f *PodFacts) DeepCopyObject() runtime.Object {
 	return &out
 }
 
+// Counted is what the cluster model and the ledger count of the pod
+// (State.UpsertFacts), read from the facts as they are: no Pod is built.
+// It shares f's maps and slices, which are only read.
+func (f *PodFacts) Counted() topology.CountedPod {
+	var gpus map[string]int
+	if len(f.GPUs) > 0 {
+		gpus = make(map[string]int, len(f.GPUs))
+		for _, g := range f.GPUs {
+			gpus[g.Resource] = g.Count
+		}
+	}
+	return topology.CountedPod{
+		Namespace: f.Namespace, Name: f.Name,
+		Labels: f.Labels, Annotations: f.Annotations,
+		Controller:    metav1.GetControllerOfNoCopy(&f.ObjectMeta),
+		Node:          f.NodeName,
+		PriorityClass: f.PriorityClassName,
+		Phase:         f.Phase,
+		Product:       f.Product,
+		GPUs:          gpus,
+		Claims:        f.Claims,
+	}
+}
+
 // StripPod is the pod the decisions see of p once the informers have
 // stored it: CompactPod(p).Pod(). p is not changed.
 func StripPod(p *corev1.Pod) *corev1.Pod { return CompactPod(p).Pod() }
-
-// PodOf is the pod an informer event carries: a *corev1.Pod, or the pod of
-// a *PodFacts.
-func PodOf(obj any) (*corev1.Pod, bool) {
-	switch p := obj.(type) {
-	case *corev1.Pod:
-		return p, true
-	case *PodFacts:
-		return p.Pod(), true
-	}
-	return nil, false
-}
 
 // controllerOf is the controller reference among refs, alone; nil without.
 func controllerOf(refs []metav1.OwnerReference) []metav1.OwnerReference {

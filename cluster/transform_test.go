@@ -29,9 +29,10 @@ import (
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// feed upserts the nodes and pods, each passed through strip (identity for
-// the full objects), into a new State of the default model.
-func feed(t *testing.T, m model.Model, nodes []*corev1.Node, pods []*corev1.Pod, stripPod func(*corev1.Pod) *corev1.Pod, stripNode func(*corev1.Node) *corev1.Node) *State {
+// feed upserts the nodes, each passed through strip (identity for the full
+// objects), and the pods, each with upsertPod (wholePod or asFacts), into
+// a new State of the default model.
+func feed(t *testing.T, m model.Model, nodes []*corev1.Node, pods []*corev1.Pod, upsertPod func(*State, *corev1.Pod), stripNode func(*corev1.Node) *corev1.Node) *State {
 	t.Helper()
 	s, err := New(m)
 	if err != nil {
@@ -44,7 +45,7 @@ func feed(t *testing.T, m model.Model, nodes []*corev1.Node, pods []*corev1.Pod,
 		s.UpsertNode(stripNode(n.DeepCopy()))
 	}
 	for _, p := range pods {
-		s.UpsertPod(stripPod(p.DeepCopy()))
+		upsertPod(s, p.DeepCopy())
 	}
 	for _, c := range randomClaims() {
 		s.UpsertClaim(c)
@@ -125,8 +126,12 @@ func same(t *testing.T, what string, full, stripped map[string]any) {
 	}
 }
 
-func identityPod(p *corev1.Pod) *corev1.Pod    { return p }
 func identityNode(n *corev1.Node) *corev1.Node { return n }
+
+// wholePod counts p whole; asFacts counts what the informers keep of it,
+// as they count it.
+func wholePod(s *State, p *corev1.Pod) { s.UpsertPod(p) }
+func asFacts(s *State, p *corev1.Pod)  { s.UpsertFacts(CompactPod(p)) }
 
 // TestStripExampleCluster: the example cluster (examples/cluster.yaml) and
 // the test fixtures' nodes and pods give exactly the same usage, placement
@@ -174,25 +179,25 @@ func TestStripExampleCluster(t *testing.T) {
 	for o := range owners {
 		ownerList = append(ownerList, o)
 	}
-	full := decided(feed(t, m, nodes, pods, identityPod, identityNode), m, ownerList)
-	stripped := decided(feed(t, m, nodes, pods, StripPod, StripNode), m, ownerList)
+	full := decided(feed(t, m, nodes, pods, wholePod, identityNode), m, ownerList)
+	stripped := decided(feed(t, m, nodes, pods, asFacts, StripNode), m, ownerList)
 	same(t, "example cluster", full, stripped)
 	if t.Failed() {
 		return
 	}
 	// The comparison sees a change: without the pods there is a difference.
-	empty := decided(feed(t, m, nodes, nil, StripPod, StripNode), m, ownerList)
+	empty := decided(feed(t, m, nodes, nil, asFacts, StripNode), m, ownerList)
 	if reflect.DeepEqual(full, empty) {
 		t.Fatal("the example cluster decides the same with and without its pods: the comparison cannot fail")
 	}
 }
 
-// losing is a careless strip: StripPod after drop has lost a field.
-func losing(drop func(*corev1.Pod)) func(*corev1.Pod) *corev1.Pod {
-	return func(p *corev1.Pod) *corev1.Pod {
+// losing is a careless strip: asFacts after drop has lost a field.
+func losing(drop func(*corev1.Pod)) func(*State, *corev1.Pod) {
+	return func(s *State, p *corev1.Pod) {
 		p = p.DeepCopy()
 		drop(p)
-		return StripPod(p)
+		asFacts(s, p)
 	}
 }
 
@@ -204,7 +209,7 @@ func losing(drop func(*corev1.Pod)) func(*corev1.Pod) *corev1.Pod {
 func TestStripDecidesTheSame(t *testing.T) {
 	m := fixtures.Evaluator(t, "embedded", nil).Model()
 	careless := map[string]struct {
-		pod  func(*corev1.Pod) *corev1.Pod
+		pod  func(*State, *corev1.Pod)
 		node func(*corev1.Node) *corev1.Node
 	}{
 		"pod priorityClassName": {pod: losing(func(p *corev1.Pod) { p.Spec.PriorityClassName = "" })},
@@ -238,8 +243,8 @@ func TestStripDecidesTheSame(t *testing.T) {
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		nodes, pods, owners := randomCluster(rng)
-		full := decided(feed(t, m, nodes, pods, identityPod, identityNode), m, owners)
-		stripped := decided(feed(t, m, nodes, pods, StripPod, StripNode), m, owners)
+		full := decided(feed(t, m, nodes, pods, wholePod, identityNode), m, owners)
+		stripped := decided(feed(t, m, nodes, pods, asFacts, StripNode), m, owners)
 		same(t, fmt.Sprintf("seed %d", seed), full, stripped)
 		if t.Failed() {
 			return
@@ -250,7 +255,7 @@ func TestStripDecidesTheSame(t *testing.T) {
 			}
 			sp, sn := c.pod, c.node
 			if sp == nil {
-				sp = StripPod
+				sp = asFacts
 			}
 			if sn == nil {
 				sn = StripNode

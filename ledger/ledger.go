@@ -212,6 +212,15 @@ func (l *Ledger) setTenant(ns, tenant string) {
 // under, so they count once. They include the devices of the DRA claims
 // the pod holds (UpsertClaim).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
+	// A gpu-memory share is mapped with the product the pod asks for, as
+	// admission counted it, else as the whole device it occupies.
+	c := topology.CountedOf(pod, workload.PodProduct(&pod.Spec))
+	l.UpsertCounted(&c)
+}
+
+// UpsertCounted is UpsertPod of what the ledger reads of a pod (its
+// facts, as the informers keep them). pod is only read.
+func (l *Ledger) UpsertCounted(pod *topology.CountedPod) {
 	key := pod.Namespace + "/" + pod.Name
 	l.mu.RLock()
 	mem := l.cfg.GPUMemory
@@ -245,20 +254,17 @@ type podInput struct {
 	claims []string
 }
 
-func inputOf(pod *corev1.Pod, mem topology.GPUMemory) *podInput {
-	// A gpu-memory share is mapped with the product the pod asks for, as
-	// admission counted it, else as the whole device it occupies.
-	product := workload.PodProduct(&pod.Spec)
-	h := topology.PodHoldings(pod, product, topology.Counting{GPUMemory: mem}, nil)
+func inputOf(pod *topology.CountedPod, mem topology.GPUMemory) *podInput {
+	h := pod.Holdings(pod.Product, topology.Counting{GPUMemory: mem})
 	in := &podInput{name: pod.Name, namespace: pod.Namespace, own: h.GPUs, share: h.Share,
-		terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
-		class:    pod.Spec.PriorityClassName, explicit: explicitPreemptibility(pod),
-		product: product, node: pod.Spec.NodeName,
+		terminal: pod.Terminal(),
+		class:    pod.PriorityClass, explicit: explicitPreemptibility(pod.Labels, pod.Annotations),
+		product: pod.Product, node: pod.Node,
 		keys: reservationKeys(pod), reservation: pod.Annotations[workload.AnnotationReservation]}
-	if c := GangOwnerOf(pod); c != nil {
+	if c := gangOwner(pod.Annotations, pod.Controller); c != nil {
 		in.owner = c.UID
 	}
-	for _, name := range topology.PodClaimNames(pod) {
+	for _, name := range pod.Claims {
 		in.claims = append(in.claims, pod.Namespace+"/"+name)
 	}
 	return in
@@ -403,8 +409,8 @@ const LabelPreemptible = "mandate.dev/preemptible"
 // explicitPreemptibility is 1 when the pod says it is preemptible, -1 when
 // it says it is not, 0 when it says nothing; Mandate's label first, then
 // any scheduler's key, preemptible winning.
-func explicitPreemptibility(pod *corev1.Pod) int8 {
-	switch pod.Labels[LabelPreemptible] {
+func explicitPreemptibility(labels, annotations map[string]string) int8 {
+	switch labels[LabelPreemptible] {
 	case "true":
 		return 1
 	case "false":
@@ -412,9 +418,9 @@ func explicitPreemptibility(pod *corev1.Pod) int8 {
 	}
 	var said int8
 	for _, k := range facts.PreemptibilityKeys() {
-		from := pod.Annotations
+		from := annotations
 		if k.IsLabel() {
-			from = pod.Labels
+			from = labels
 		}
 		switch v, ok := from[k.Name]; {
 		case !ok:

@@ -204,9 +204,9 @@ func consumedKey(key, tenant string) string { return key + "\x00" + tenant }
 // pod's attribution): its controller owner's (a gang's pods, pod by pod) and
 // the request's that admitted it or its owner without a name
 // (workload.AnnotationReservation).
-func reservationKeys(pod *corev1.Pod) []string {
+func reservationKeys(pod *topology.CountedPod) []string {
 	var keys []string
-	if owner := GangOwnerOf(pod); owner != nil {
+	if owner := gangOwner(pod.Annotations, pod.Controller); owner != nil {
 		keys = append(keys, WorkloadKey(owner.APIVersion, owner.Kind, pod.Namespace, owner.Name))
 	}
 	if key := pod.Annotations[workload.AnnotationReservation]; strings.HasPrefix(key, requestKeyPrefix) {
@@ -458,13 +458,19 @@ func sameReservation(a, b Reservation) bool {
 // (workload.AnnotationGangOwner: a Deployment, past its ReplicaSet), else
 // its controller; nil for neither.
 func GangOwnerOf(pod *corev1.Pod) *workload.Owner {
-	if raw, ok := pod.Annotations[workload.AnnotationGangOwner]; ok {
+	return gangOwner(pod.Annotations, metav1.GetControllerOfNoCopy(pod))
+}
+
+// gangOwner is GangOwnerOf of a pod of the given annotations and
+// controller reference (nil without).
+func gangOwner(annotations map[string]string, c *metav1.OwnerReference) *workload.Owner {
+	if raw, ok := annotations[workload.AnnotationGangOwner]; ok {
 		var o workload.Owner
 		if err := json.Unmarshal([]byte(raw), &o); err == nil && o.UID != "" && o.Name != "" {
 			return &o
 		}
 	}
-	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+	if c != nil {
 		return &workload.Owner{APIVersion: c.APIVersion, Kind: c.Kind, Name: c.Name, UID: string(c.UID)}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,11 +63,7 @@ type ClaimHolding struct {
 // pods share is in each one's Holdings: callers that sum pods count it
 // once (ClaimsOnce).
 func PodHoldings(pod *corev1.Pod, product string, c Counting, claims ClaimLookup) Holdings {
-	h := Holdings{GPUs: podGPURequests(pod)}
-	if share, ok := PodShare(pod.Annotations, product, c.GPUMemory); ok {
-		h.Share = share
-		h.add(SharedKey(SharedResource), share.Total())
-	}
+	h := holdings(podGPURequests(pod), pod.Annotations, product, c)
 	if claims != nil && c.DeviceResource != nil {
 		for _, name := range PodClaimNames(pod) {
 			claim, ok := claims(pod.Namespace, name)
@@ -82,6 +79,19 @@ func PodHoldings(pod *corev1.Pod, product string, c Counting, claims ClaimLookup
 				h.add(res, n)
 			}
 		}
+	}
+	return h
+}
+
+// holdings is what a pod of the given GPUs (podGPURequests) and
+// annotations holds without its claims: gpus, and its KAI share. gpus is
+// not changed.
+func holdings(gpus map[string]int, annotations map[string]string, product string, c Counting) Holdings {
+	h := Holdings{GPUs: gpus}
+	if share, ok := PodShare(annotations, product, c.GPUMemory); ok {
+		h.GPUs = maps.Clone(gpus)
+		h.Share = share
+		h.add(SharedKey(SharedResource), share.Total())
 	}
 	return h
 }

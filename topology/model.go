@@ -119,20 +119,28 @@ func (m *Model) DeleteNode(name string) {
 	m.setNode(name, nil, nil)
 }
 
-// UpsertPod adds or updates a pod. Only a pod bound to a node (spec.nodeName)
-// and not terminal (Succeeded, Failed) takes GPUs (PodHoldings: its
-// extended resources and KAI share; the devices of its DRA claims count
-// by the claim, UpsertClaim); it may arrive before its node and counts
-// once the node is known.
+// UpsertPod adds or updates a pod (UpsertCounted of what the model reads
+// of it: CountedOf, with the product its node selector pins under the
+// model's product label).
 func (m *Model) UpsertPod(pod *corev1.Pod) {
 	if pod == nil {
 		return
 	}
+	c := CountedOf(pod, pod.Spec.NodeSelector[m.rules.productLabel])
+	m.UpsertCounted(&c)
+}
+
+// UpsertCounted adds or updates a pod. Only a pod bound to a node
+// (Node) and not terminal (Succeeded, Failed) takes GPUs (PodHoldings: its
+// extended resources and KAI share; the devices of its DRA claims count
+// by the claim, UpsertClaim); it may arrive before its node and counts
+// once the node is known. pod is only read.
+func (m *Model) UpsertCounted(pod *CountedPod) {
 	key := pod.Namespace + "/" + pod.Name
-	bound := pod.Spec.NodeName != "" && !podTerminal(pod)
+	bound := pod.Node != "" && !pod.Terminal()
 	var claims []string
 	if bound {
-		for _, name := range PodClaimNames(pod) {
+		for _, name := range pod.Claims {
 			claims = append(claims, pod.Namespace+"/"+name)
 		}
 	}
@@ -143,26 +151,26 @@ func (m *Model) UpsertPod(pod *corev1.Pod) {
 		next = m.boundPod(pod)
 	}
 	m.setPod(key, next)
-	m.setHolder(key, pod.Spec.NodeName, claims)
+	m.setHolder(key, pod.Node, claims)
 }
 
 // boundPod is what a bound pod takes on its node (PodHoldings without
 // its claims). A gpu-memory pod's share is mapped with its node's product
 // when the node is known, else the product it asks for. The caller holds
 // mu.
-func (m *Model) boundPod(pod *corev1.Pod) podState {
+func (m *Model) boundPod(pod *CountedPod) podState {
 	product := ""
 	if len(pod.Annotations) > 0 {
-		product = pod.Spec.NodeSelector[m.rules.productLabel]
-		if st := m.nodes[pod.Spec.NodeName]; st != nil && st.info != nil && st.info.product != "" {
+		product = pod.Product
+		if st := m.nodes[pod.Node]; st != nil && st.info != nil && st.info.product != "" {
 			product = st.info.product
 		}
 	}
-	h := PodHoldings(pod, product, Counting{GPUMemory: m.rules.gpuMemory}, nil)
+	h := pod.Holdings(product, Counting{GPUMemory: m.rules.gpuMemory})
 	if len(h.GPUs) == 0 {
 		return podState{}
 	}
-	return podState{node: pod.Spec.NodeName, req: CountsOf(h.GPUs), memMiB: h.Share.MemMiB, devices: h.Share.Devices}
+	return podState{node: pod.Node, req: CountsOf(h.GPUs), memMiB: h.Share.MemMiB, devices: h.Share.Devices}
 }
 
 // remapMemory maps a gpu-memory pod's share again under m's Config (its
