@@ -23,7 +23,11 @@
 // memory limit, as the chart sets it; empty for none), BENCH_SCALE_HEAP_PROFILE
 // (a directory: after the last pod count, serve runs in this process for
 // a minute and its heap profile at the peak is written there and its top
-// printed).
+// printed), BENCH_SCALE_PPROF (a directory: the first replica serves
+// pprof, and a CPU profile of its startup, from its manager's start for
+// BENCH_SCALE_PPROF_SECONDS (20), a heap profile at ready, and a CPU
+// profile of the gang's first BENCH_SCALE_PPROF_SECONDS are written there
+// for each pod count).
 package benchscale
 
 import (
@@ -91,6 +95,10 @@ type benchConfig struct {
 	// memLimit is serve's GOMEMLIMIT: goMemLimitPercent of the
 	// chart's memory limit, as the chart sets it; "" leaves it unset.
 	memLimit string
+	// pprofDir receives the first replica's startup profiles
+	// (BENCH_SCALE_PPROF); "" takes none.
+	pprofDir     string
+	pprofSeconds int
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -128,6 +136,7 @@ func readConfig(t *testing.T) benchConfig {
 		}
 		c.gpuFill = f
 	}
+	c.pprofDir, c.pprofSeconds = os.Getenv("BENCH_SCALE_PPROF"), envInt(t, "BENCH_SCALE_PPROF_SECONDS", 20)
 	c.memLimit = strconv.Itoa(fixtures.ChartGoMemLimit)
 	if v, ok := os.LookupEnv("BENCH_SCALE_GOMEMLIMIT"); ok {
 		c.memLimit = v
@@ -328,13 +337,17 @@ type replica struct {
 	log    *lineLog
 	health string
 	addr   string // its webhook address, behind the proxy
+	pprof  string // its pprof address; "" when it serves none
 }
 
 // startReplica starts one serve with the shared ledger, as the chart runs
 // it, serving on a port of its own.
-func startReplica(t *testing.T, cfg benchConfig, binary, kubeconfig, policies string, hooks crenvtest.WebhookInstallOptions) *replica {
+func startReplica(t *testing.T, cfg benchConfig, binary, kubeconfig, policies string, hooks crenvtest.WebhookInstallOptions, pprof bool) *replica {
 	t.Helper()
 	r := &replica{log: &lineLog{}, health: freeAddr(t)}
+	if pprof {
+		r.pprof = freeAddr(t)
+	}
 	_, port, err := net.SplitHostPort(freeAddr(t))
 	if err != nil {
 		t.Fatal(err)
@@ -350,6 +363,9 @@ func startReplica(t *testing.T, cfg benchConfig, binary, kubeconfig, policies st
 		"--namespace", mandateNamespace,
 		"--policies", policies,
 		"--shared-quota")
+	if r.pprof != "" {
+		r.cmd.Args = append(r.cmd.Args, "--pprof-addr", r.pprof)
+	}
 	r.cmd.Stdout, r.cmd.Stderr = io.Discard, r.log
 	r.cmd.Env = os.Environ()
 	if cfg.memLimit != "" {
@@ -360,6 +376,29 @@ func startReplica(t *testing.T, cfg benchConfig, binary, kubeconfig, policies st
 		t.Fatal(err)
 	}
 	return r
+}
+
+// profile writes the replica's pprof profile of the given path (after
+// /debug/pprof/) to file, waiting for its pprof server until deadline.
+func (r *replica) profile(file, path string, deadline time.Time) error {
+	for {
+		resp, err := http.Get("http://" + r.pprof + "/debug/pprof/" + path)
+		if err == nil {
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s", path, resp.Status)
+			}
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			return os.WriteFile(file, raw, 0o600)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: pprof never served: %w", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (r *replica) stop() {
@@ -380,9 +419,17 @@ func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Clien
 	replicas := make([]*replica, cfg.replicas)
 	backends := make([]string, cfg.replicas)
 	for i := range replicas {
-		replicas[i] = startReplica(t, cfg, binary, kubeconfig, policies, hooks)
+		replicas[i] = startReplica(t, cfg, binary, kubeconfig, policies, hooks, i == 0 && cfg.pprofDir != "")
 		defer replicas[i].stop()
 		backends[i] = replicas[i].addr
+	}
+	var cpuProfile chan error
+	if cfg.pprofDir != "" {
+		cpuProfile = make(chan error, 1)
+		go func() {
+			cpuProfile <- replicas[0].profile(filepath.Join(cfg.pprofDir, fmt.Sprintf("cpu-%s-%d.pprof", filepath.Base(binary), pods)),
+				fmt.Sprintf("profile?seconds=%d", cfg.pprofSeconds), started.Add(envtest.Timeout(time.Minute)))
+		}()
 	}
 	proxy.Serve(backends)
 	var r row
@@ -413,6 +460,15 @@ func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Clien
 		rss, hwm := rep.vm(t)
 		r.rssReady, r.hwmReady = max(r.rssReady, rss), max(r.hwmReady, hwm)
 	}
+	if cpuProfile != nil {
+		heap := filepath.Join(cfg.pprofDir, fmt.Sprintf("heap-%s-%d.pprof", filepath.Base(binary), pods))
+		if err := replicas[0].profile(heap, "heap", time.Now().Add(time.Minute)); err != nil {
+			t.Errorf("heap profile at ready: %v", err)
+		}
+		if err := <-cpuProfile; err != nil {
+			t.Errorf("CPU profile of the startup: %v", err)
+		}
+	}
 	hooks.LocalServingPort = proxy.Port()
 	// Ready must mean the whole cluster is in the state: a Job the
 	// cluster has room for is admitted at once. A serve that reports
@@ -437,7 +493,20 @@ func measure(t *testing.T, ctx context.Context, env *envtest.Env, c client.Clien
 	r.decisions = len(durs)
 	r.p50, r.p99, r.max = percentile(durs, 0.5), percentile(durs, 0.99), percentile(durs, 1)
 
+	var gangProfile chan error
+	if cfg.pprofDir != "" {
+		gangProfile = make(chan error, 1)
+		go func() {
+			gangProfile <- replicas[0].profile(filepath.Join(cfg.pprofDir, fmt.Sprintf("gang-%s-%d.pprof", filepath.Base(binary), pods)),
+				fmt.Sprintf("profile?seconds=%d", cfg.pprofSeconds), time.Now().Add(time.Minute))
+		}()
+	}
 	g := runGang(t, ctx, c, cfg, gang)
+	if gangProfile != nil {
+		if err := <-gangProfile; err != nil {
+			t.Errorf("CPU profile of the gang: %v", err)
+		}
+	}
 	r.gangTotal, r.lastPod, r.ownerFailures = g.total, g.lastPod, g.failures
 	for _, rep := range replicas {
 		r.ownerFailures += rep.log.count("unable to read owner")

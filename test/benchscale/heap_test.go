@@ -22,7 +22,7 @@ import (
 )
 
 // heapProfile runs serve in this process against the loaded API server
-// (serve has no pprof endpoint) for window, samples the live heap, and
+// for window, samples the live heap, and
 // writes the heap profile taken at its largest into dir, printing the
 // top of it: what holds serve's memory at this scale.
 func heapProfile(t *testing.T, env *envtest.Env, policies, dir string, pods int, window time.Duration) {
