@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/explain"
@@ -211,19 +210,11 @@ func usageOf(state *cluster.State, m model.Model) map[string]map[string]ledger.U
 	return out
 }
 
-// count feeds state inv's nodes, namespaces and pods.
+// count feeds state inv's nodes, namespaces and pods
+// (inventory.Inventory.Count).
 func count(state *cluster.State, inv *inventory.Inventory) error {
-	for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces) {
-		if err := state.Add(obj); err != nil {
-			return fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-	err := inv.EachPod(func(p *corev1.Pod) error {
-		state.UpsertPod(p)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("unable to count the pods: %w", err)
+	if err := inv.Count(state); err != nil {
+		return fmt.Errorf("unable to count the cluster: %w", err)
 	}
 	return nil
 }
@@ -357,13 +348,11 @@ func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
 	claims = topology.ClaimsOnce(claims)
 	counting := m.Counting()
 	nodeProduct := map[string]string{}
-	views := make([]*corev1.Node, 0, len(inv.Nodes))
-	for _, obj := range inv.Nodes {
-		n := &corev1.Node{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, n); err != nil {
-			return nil, fmt.Errorf("malformed Node %s: %w", obj.GetName(), err)
-		}
-		views = append(views, n)
+	views, err := inv.TypedNodes()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range views {
 		nodeProduct[n.Name] = topology.ViewNode(cfg, n).Product
 	}
 	used := map[string]map[string]int{}

@@ -56,6 +56,57 @@ type Inventory struct {
 	held bool
 	// claims are Claims typed, by namespace/name (ClaimLookup).
 	claims map[string]*resourcev1.ResourceClaim
+	// typedNodes are Nodes typed (TypedNodes): given (ListCountedHeld),
+	// else converted on first use.
+	typedNodes []*corev1.Node
+}
+
+// TypedNodes is every node of the inventory, typed, in the order of
+// Nodes: the nodes given to ListCountedHeld as they are, else each of
+// Nodes converted once. They are shared: callers only read them.
+func (inv *Inventory) TypedNodes() ([]*corev1.Node, error) {
+	if inv.typedNodes != nil || len(inv.Nodes) == 0 {
+		return inv.typedNodes, nil
+	}
+	nodes := make([]*corev1.Node, 0, len(inv.Nodes))
+	for _, obj := range inv.Nodes {
+		n := &corev1.Node{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, n); err != nil {
+			return nil, fmt.Errorf("malformed Node %s: %w", obj.GetName(), err)
+		}
+		nodes = append(nodes, n)
+	}
+	inv.typedNodes = nodes
+	return nodes, nil
+}
+
+// Count feeds state the inventory's nodes (TypedNodes), namespaces and
+// pods: each of Pods typed, each of Facts as the informers count it
+// (cluster.State.UpsertFacts), never built back into a Pod.
+func (inv *Inventory) Count(state *cluster.State) error {
+	nodes, err := inv.TypedNodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		state.UpsertNode(n)
+	}
+	for _, obj := range inv.Namespaces {
+		if err := state.Add(obj); err != nil {
+			return fmt.Errorf("unable to count Namespace %s: %w", obj.GetName(), err)
+		}
+	}
+	for _, obj := range inv.Pods {
+		pod := &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod); err != nil {
+			return fmt.Errorf("malformed Pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		state.UpsertPod(pod)
+	}
+	for _, f := range inv.Facts {
+		state.UpsertFacts(f)
+	}
+	return nil
 }
 
 // CountedOnly says the inventory holds its pods as what the cluster state

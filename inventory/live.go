@@ -75,6 +75,7 @@ func ListCountedHeld(ctx context.Context, c client.Reader, source string, pods [
 			return nil, err
 		}
 		inv.Nodes = append(inv.Nodes, obj)
+		inv.typedNodes = append(inv.typedNodes, n)
 	}
 	return list(ctx, c, inv)
 }

@@ -535,7 +535,17 @@ func (s *Server) checks() error {
 	if err := s.Manager.AddReadyzCheck("policy-and-cache", s.ready); err != nil {
 		return fmt.Errorf("unable to add the readiness check: %w", err)
 	}
-	if err := s.Manager.AddReadyzCheck("webhook", s.Manager.GetWebhookServer().StartedChecker()); err != nil {
+	// The webhook server's check dials it over TLS, a handshake per probe:
+	// not while the state is still taking in the first listings, whose
+	// CPU it would take (the ready check fails meanwhile anyway).
+	started := s.Manager.GetWebhookServer().StartedChecker()
+	webhookStarted := func(req *http.Request) error {
+		if !s.cacheSynced.Load() {
+			return errors.New("not checked before the cluster state has synced")
+		}
+		return started(req)
+	}
+	if err := s.Manager.AddReadyzCheck("webhook", webhookStarted); err != nil {
 		return fmt.Errorf("unable to add the webhook readiness check: %w", err)
 	}
 	return nil
