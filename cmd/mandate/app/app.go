@@ -535,20 +535,23 @@ func (s *Server) checks() error {
 	if err := s.Manager.AddReadyzCheck("policy-and-cache", s.ready); err != nil {
 		return fmt.Errorf("unable to add the readiness check: %w", err)
 	}
-	// The webhook server's check dials it over TLS, a handshake per probe:
-	// not while the state is still taking in the first listings, whose
-	// CPU it would take (the ready check fails meanwhile anyway).
-	started := s.Manager.GetWebhookServer().StartedChecker()
-	webhookStarted := func(req *http.Request) error {
-		if !s.cacheSynced.Load() {
-			return errors.New("not checked before the cluster state has synced")
-		}
-		return started(req)
-	}
-	if err := s.Manager.AddReadyzCheck("webhook", webhookStarted); err != nil {
+	if err := s.Manager.AddReadyzCheck("webhook", s.afterSync(s.Manager.GetWebhookServer().StartedChecker())); err != nil {
 		return fmt.Errorf("unable to add the webhook readiness check: %w", err)
 	}
 	return nil
+}
+
+// afterSync is check, run only once the cluster state has synced: the
+// webhook server's check dials it over TLS, a handshake per probe, which
+// must not take CPU from the first listings while the ready check fails
+// anyway.
+func (s *Server) afterSync(check healthz.Checker) healthz.Checker {
+	return func(req *http.Request) error {
+		if !s.cacheSynced.Load() {
+			return errors.New("not checked before the cluster state has synced")
+		}
+		return check(req)
+	}
 }
 
 // ready is the readiness check: ready once a policy revision is active

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,6 +71,20 @@ func TestServerPolicyFromBundle(t *testing.T) {
 	assert.Equal(t, bundles.StepRead, served.Active.LastStep)
 	assert.Contains(t, served.Active.LastError, missing)
 	assert.Nil(t, served.Shadow)
+}
+
+// TestWebhookCheckedAfterSync: the webhook server's readiness check is
+// not run (no TLS dial) before the cluster state has synced, and is run,
+// its answer passed on, after.
+func TestWebhookCheckedAfterSync(t *testing.T) {
+	s := &Server{}
+	calls := 0
+	check := s.afterSync(func(*http.Request) error { calls++; return errors.New("not serving") })
+	assert.Error(t, check(nil))
+	assert.Zero(t, calls, "checked before the state synced")
+	s.cacheSynced.Store(true)
+	assert.EqualError(t, check(nil), "not serving")
+	assert.Equal(t, 1, calls)
 }
 
 // TestBundleActivationReshapesState: a later revision with other topology
