@@ -130,8 +130,3 @@ func containerGPURequests(c *corev1.Container) map[string]int {
 	}
 	return out
 }
-
-// podTerminal reports whether the pod no longer holds resources.
-func podTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
