@@ -19,7 +19,8 @@
 // BENCH_SCALE_GPU_FILL (0.8: pods beyond that share of the GPUs take
 // none, so a gang still fits), BENCH_SCALE_COMPARE (a second mandate
 // binary, e.g. an older build, run beside this one at every pod count),
-// BENCH_SCALE_GOMEMLIMIT (serve's GOMEMLIMIT; default 90% of the chart's
+// BENCH_SCALE_SHARED ("false" runs the replicas with their quota in
+// memory: what the shared ledger costs), BENCH_SCALE_GOMEMLIMIT (serve's GOMEMLIMIT; default 90% of the chart's
 // memory limit, as the chart sets it; empty for none), BENCH_SCALE_HEAP_PROFILE
 // (a directory: after the last pod count, serve runs in this process for
 // a minute and its heap profile at the peak is written there and its top
@@ -92,6 +93,10 @@ type benchConfig struct {
 	// replicas run behind one address sharing the quota ledger, as the
 	// chart runs them (BENCH_SCALE_REPLICAS, default the chart's 2).
 	replicas int
+	// inMemory runs each replica with its quota in memory instead
+	// (BENCH_SCALE_SHARED=false): what the shared ledger costs, read
+	// beside a run as the chart runs it.
+	inMemory bool
 	// memLimit is serve's GOMEMLIMIT: goMemLimitPercent of the
 	// chart's memory limit, as the chart sets it; "" leaves it unset.
 	memLimit string
@@ -136,6 +141,7 @@ func readConfig(t *testing.T) benchConfig {
 		}
 		c.gpuFill = f
 	}
+	c.inMemory = os.Getenv("BENCH_SCALE_SHARED") == "false"
 	c.pprofDir, c.pprofSeconds = os.Getenv("BENCH_SCALE_PPROF"), envInt(t, "BENCH_SCALE_PPROF_SECONDS", 20)
 	c.memLimit = strconv.Itoa(fixtures.ChartGoMemLimit)
 	if v, ok := os.LookupEnv("BENCH_SCALE_GOMEMLIMIT"); ok {
@@ -313,8 +319,12 @@ func mib(kb int64) string { return fmt.Sprintf("%dMiB", kb/1024) }
 
 func report(rows []row, cfg benchConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nbench-scale: %d nodes × %d GPUs, pods bound and Running (1 GPU each up to %.0f%% of the GPUs, none beyond); %d replica(s) sharing the quota ledger behind one address, as the chart runs them (ready, RSS: the slowest, the largest); chart memory limit %s; serve's GOMEMLIMIT %q\n",
-		cfg.nodes, gpusPerNode, cfg.gpuFill*100, cfg.replicas, mib(fixtures.ChartMemoryLimit/1024), cfg.memLimit)
+	quota := "sharing the quota ledger behind one address, as the chart runs them"
+	if cfg.inMemory {
+		quota = "each with its quota in memory (BENCH_SCALE_SHARED=false, not as the chart runs them), behind one address"
+	}
+	fmt.Fprintf(&b, "\nbench-scale: %d nodes × %d GPUs, pods bound and Running (1 GPU each up to %.0f%% of the GPUs, none beyond); %d replica(s) %s (ready, RSS: the slowest, the largest); chart memory limit %s; serve's GOMEMLIMIT %q\n",
+		cfg.nodes, gpusPerNode, cfg.gpuFill*100, cfg.replicas, quota, mib(fixtures.ChartMemoryLimit/1024), cfg.memLimit)
 	fmt.Fprintf(&b, "| binary | pods | ready | ready after informers start | first correct decision | RSS ready (HWM) | RSS after load (HWM) | ≤ limit | decision c=1 p50/p99/max (not in time) | gang Job→last pod | same pods, no webhook | added | last pod create→admitted | gang pod p50/p99/max | owner-read failures | load average |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
@@ -361,8 +371,10 @@ func startReplica(t *testing.T, cfg benchConfig, binary, kubeconfig, policies st
 		"--health-addr", r.health,
 		"--metrics-addr", freeAddr(t),
 		"--namespace", mandateNamespace,
-		"--policies", policies,
-		"--shared-quota")
+		"--policies", policies)
+	if !cfg.inMemory {
+		r.cmd.Args = append(r.cmd.Args, "--shared-quota")
+	}
 	if r.pprof != "" {
 		r.cmd.Args = append(r.cmd.Args, "--pprof-addr", r.pprof)
 	}
