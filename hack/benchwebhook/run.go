@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	examplefiles "github.com/mandate-dev/mandate/hack/internal/examples"
@@ -223,6 +222,10 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 		systems = append(systems, s)
 	}
 
+	// The shared ledger is read after each cell once a system sharing it
+	// runs (they share one API server, so they share its TenantLedgers).
+	shared := slices.Contains(c.systems, sysChart) || slices.Contains(c.systems, sysThree)
+	var readings []ledgerReading
 	var cells []*cell
 	total := c.rounds * len(c.concurrency) * len(systems)
 	for round := 1; round <= c.rounds; round++ {
@@ -242,6 +245,13 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 				cells = append(cells, cl)
 				logf("[%d/%d] round %d c=%d %-20s %6.0f reviews/s p99 %s, %d errors, %d wrong",
 					len(cells), total, round, conc, s.target.name, cl.rate(), ms(cl.percentile(0.99)), cl.errors, cl.wrong)
+				if shared {
+					size, err := envtest.ReadLedger(ctx, env.Client)
+					if err != nil {
+						return err
+					}
+					readings = append(readings, ledgerReading{after: cl, size: size})
+				}
 			}
 		}
 	}
@@ -257,6 +267,8 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	for _, l := range ratios(sums, c.concurrency) {
 		fmt.Fprintln(out, l)
 	}
+	fmt.Fprintln(out)
+	printLedger(out, readings)
 	fmt.Fprintf(out, "uptime at end: %s\n", uptime())
 
 	var bad []string
@@ -286,8 +298,8 @@ func checkAll(ctx context.Context, t target, examples []example) error {
 	}
 	defer conn.close()
 	for _, e := range examples {
-		uid := string(uuid.NewUUID())
-		v, err := post(ctx, conn, e.withUID(uid), uid)
+		body, uid := e.next()
+		v, err := post(ctx, conn, body, uid)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.file, err)
 		}
