@@ -267,6 +267,23 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	for _, l := range ratios(sums, c.concurrency) {
 		fmt.Fprintln(out, l)
 	}
+	if shared && c.ledgerDrain > 0 {
+		logf("reading the shared ledger for %s with no load", c.ledgerDrain)
+		from := time.Now()
+		for {
+			if err := sleepCtx(ctx, 5*time.Second); err != nil {
+				return err
+			}
+			size, err := envtest.ReadLedger(ctx, env.Client)
+			if err != nil {
+				return err
+			}
+			readings = append(readings, ledgerReading{idle: time.Since(from).Round(time.Second), size: size})
+			if time.Since(from) >= c.ledgerDrain {
+				break
+			}
+		}
+	}
 	fmt.Fprintln(out)
 	printLedger(out, readings)
 	fmt.Fprintf(out, "uptime at end: %s\n", uptime())
@@ -329,4 +346,16 @@ func uptime() string {
 		return "load average (/proc/loadavg): " + strings.TrimSpace(string(raw))
 	}
 	return "unknown"
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
