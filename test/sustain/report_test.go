@@ -87,6 +87,19 @@ func (r result) report(w io.Writer) flatness {
 			kib(last.ledger.Bytes), last.ledger.Entries)
 	}
 	f := judgeFlatness(r.readings, r.elapsed)
+	var windows []string
+	for from := time.Duration(0); from < r.elapsed; from += f.window {
+		peak, seen := 0, false
+		for _, s := range r.readings {
+			if s.at >= from && s.at < from+f.window {
+				peak, seen = max(peak, s.ledger.Bytes), true
+			}
+		}
+		if seen {
+			windows = append(windows, fmt.Sprintf("%.1f", kib(peak)))
+		}
+	}
+	fmt.Fprintf(w, "sustain: ledger's largest size per %s window: %s KiB\n", f.window, strings.Join(windows, ", "))
 	fmt.Fprintf(w, "sustain: %s\n", f)
 	fmt.Fprintf(w, "sustain: load average at start %s, at end %s\n", r.loadStart, r.loadEnd)
 	return f
