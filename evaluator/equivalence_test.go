@@ -112,8 +112,12 @@ func decisionVariants() []variant {
 		func(w *workload.Workload) {
 			w.SchedulerKeys = []workload.SchedulerKey{{Key: "kai.scheduler/queue", Asks: "queue", Value: "elsewhere"}, {Key: "kai.scheduler/batch-min-member", Asks: "gangMin", Value: "1"}}
 		},
-		func(w *workload.Workload) { w.RequestedPreemptible, w.RequestedPreemptibleBy = &no, "volcano.sh/preemptable=false" },
-		func(w *workload.Workload) { w.RequestedPreemptible, w.RequestedPreemptibleBy = &yes, "volcano.sh/preemptable=true" },
+		func(w *workload.Workload) {
+			w.RequestedPreemptible, w.RequestedPreemptibleBy = &no, "volcano.sh/preemptable=false"
+		},
+		func(w *workload.Workload) {
+			w.RequestedPreemptible, w.RequestedPreemptibleBy = &yes, "volcano.sh/preemptable=true"
+		},
 	}
 	clusters := []string{"none", "block", "full"}
 	dims := []int{len(tenants), len(classes), len(priorities), len(resources), len(shapes), len(usages), len(topologies), len(keys), len(clusters)}
