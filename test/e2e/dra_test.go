@@ -148,114 +148,112 @@ func TestDRAClaimsAreGPUDemand(t *testing.T) {
 // the guarantee, under the ceiling: the model's quotaPolicy.overGuarantee)
 // or denied, never non-preemptible.
 func TestRunningDRAPodsHoldTheGuarantee(t *testing.T) {
-	const guarantee, ceiling = 16, 32
-	policies := fixtures.PolicyDir(t, func(model map[string]any) {
-		quota := model["tenants"].(map[string]any)["platform"].(map[string]any)["quota"].(map[string]any)
-		quota["nvidia.com/gpu"] = map[string]any{"guaranteed": guarantee, "ceiling": ceiling}
-	})
-	s := startWith(t, startOptions{config: func(c *config.Serve) {
-		c.Quota.ConfirmationWindow = confirmationWindow
-		c.Policies = policies
-	}})
-	s.populate(t)
-	ctx := context.Background()
-	c := s.env.Client
-	nonPreemptible := func() int {
-		return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].NonPreemptible
-	}
-	claim := func(name string) *resourcev1.ResourceClaim {
-		cl := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: name},
-			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
-				Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", Count: 8}}}}}}
-		if err := c.Create(ctx, cl); err != nil {
-			t.Fatalf("create ResourceClaim %s: %v", name, err)
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		const guarantee, ceiling = 16, 32
+		policies := fixtures.PolicyDir(t, func(model map[string]any) {
+			quota := model["tenants"].(map[string]any)["platform"].(map[string]any)["quota"].(map[string]any)
+			quota["nvidia.com/gpu"] = map[string]any{"guaranteed": guarantee, "ceiling": ceiling}
+		})
+		so.config = func(c *config.Serve) {
+			c.Quota.ConfirmationWindow = confirmationWindow
+			c.Policies = policies
 		}
-		return cl
-	}
-	draPod := func(name, claimName string) (*corev1.Pod, error) {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "platform"},
-			Spec: corev1.PodSpec{PriorityClassName: "build",
-				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claimName)}},
-				Containers: []corev1.Container{{Name: "build", Image: "registry.example/build:1",
-					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpus"}}}}}}}
-		return pod, c.Create(ctx, pod)
-	}
+		s := startWith(t, so)
+		s.populate(t)
+		ctx := context.Background()
+		c := s.env.Client
+		nonPreemptible := func(u map[string]map[string]ledger.Usage) int { return u["platform"]["nvidia.com/gpu"].NonPreemptible }
+		claim := func(name string) *resourcev1.ResourceClaim {
+			cl := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: name},
+				Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+					Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", Count: 8}}}}}}
+			if err := c.Create(ctx, cl); err != nil {
+				t.Fatalf("create ResourceClaim %s: %v", name, err)
+			}
+			return cl
+		}
+		draPod := func(name, claimName string) (*corev1.Pod, error) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "platform"},
+				Spec: corev1.PodSpec{PriorityClassName: "build",
+					ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claimName)}},
+					Containers: []corev1.Container{{Name: "build", Image: "registry.example/build:1",
+						Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpus"}}}}}}}
+			return pod, c.Create(ctx, pod)
+		}
 
-	for i, name := range []string{"dra-a", "dra-b"} {
-		cl := claim(name)
-		pod, err := draPod(name, name)
+		for i, name := range []string{"dra-a", "dra-b"} {
+			cl := claim(name)
+			pod, err := draPod(name, name)
+			if err != nil {
+				t.Fatalf("create pod %s: %v", name, err)
+			}
+			if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+				t.Fatalf("pod %s (%d of the guarantee's %d GPUs) has mandate.dev/preemptible=%q, want false", name, 8*(i+1), guarantee, got)
+			}
+			// What a DRA driver and the scheduler would do: allocate the
+			// claim's 8 devices on a node, and run the pod.
+			cl.Status.Allocation = &resourcev1.AllocationResult{NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fixtures.GPUNode(i).Name}}},
+			}}}}
+			for d := range 8 {
+				cl.Status.Allocation.Devices.Results = append(cl.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
+					Request: "gpus", Driver: "gpu.nvidia.com", Pool: "gpu-node-0", Device: fmt.Sprintf("gpu-%d", d)})
+			}
+			if err := c.Status().Update(ctx, cl); err != nil {
+				t.Fatalf("allocate ResourceClaim %s: %v", name, err)
+			}
+			pod.Status.Phase = corev1.PodRunning
+			if err := c.Status().Update(ctx, pod); err != nil {
+				t.Fatalf("run pod %s: %v", name, err)
+			}
+		}
+		// After the reservations' window, only the running pods' claims hold
+		// the guarantee.
+		time.Sleep(confirmationWindow + time.Second)
+		s.waitUsage(t, "the running DRA pods' non-preemptible GPUs once the reservations expired", "platform", nonPreemptible, guarantee)
+
+		// The allocated devices occupy their nodes, and a listing of the
+		// cluster (what audit, explain and the report read) holds them too.
+		free, err := s.srv.State.Snapshot().Place(topology.Request{Pods: 1, GPUsPerPod: 1, Resource: "nvidia.com/gpu"})
+		if err != nil || free.ClusterFree != 64-guarantee {
+			t.Errorf("the cluster model has %d of 64 GPUs free (%v), want %d: the allocated claims occupy their nodes", free.ClusterFree, err, 64-guarantee)
+		}
+		inv, err := inventory.List(ctx, c, "e2e")
 		if err != nil {
-			t.Fatalf("create pod %s: %v", name, err)
+			t.Fatal(err)
 		}
-		if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
-			t.Fatalf("pod %s (%d of the guarantee's %d GPUs) has mandate.dev/preemptible=%q, want false", name, 8*(i+1), guarantee, got)
+		claims, err := inv.ClaimLookup()
+		if err != nil {
+			t.Fatal(err)
 		}
-		// What a DRA driver and the scheduler would do: allocate the
-		// claim's 8 devices on a node, and run the pod.
-		cl.Status.Allocation = &resourcev1.AllocationResult{NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{fixtures.GPUNode(i).Name}}},
-		}}}}
-		for d := range 8 {
-			cl.Status.Allocation.Devices.Results = append(cl.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
-				Request: "gpus", Driver: "gpu.nvidia.com", Pool: "gpu-node-0", Device: fmt.Sprintf("gpu-%d", d)})
+		held := 0
+		if err := inv.EachPod(func(p *corev1.Pod) error {
+			held += topology.PodHoldings(p, "", s.srv.Evaluator.Model().Counting(), claims).GPUs["nvidia.com/gpu"]
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		if err := c.Status().Update(ctx, cl); err != nil {
-			t.Fatalf("allocate ResourceClaim %s: %v", name, err)
+		if held != guarantee {
+			t.Errorf("the listed pods hold %d GPUs through their listed claims, want %d", held, guarantee)
 		}
-		pod.Status.Phase = corev1.PodRunning
-		if err := c.Status().Update(ctx, pod); err != nil {
-			t.Fatalf("run pod %s: %v", name, err)
+
+		claim("dra-c")
+		pod, err := draPod("dra-c", "dra-c")
+		switch {
+		case apierrors.IsForbidden(err):
+			t.Logf("the third 8-GPU DRA pod was denied: %v", err)
+		case err != nil:
+			t.Fatalf("create pod dra-c: %v", err)
+		case pod.Labels[ledger.LabelPreemptible] != "true":
+			t.Errorf("the third 8-GPU DRA pod, over platform's full guarantee of %d, has mandate.dev/preemptible=%q, want true",
+				guarantee, pod.Labels[ledger.LabelPreemptible])
 		}
-	}
-	// After the reservations' window, only the running pods' claims hold
-	// the guarantee.
-	time.Sleep(confirmationWindow + time.Second)
-	envtest.WaitFor(t, 30*time.Second, "the running DRA pods to count as the reservations expire", func() bool {
-		return s.srv.State.Usage("platform") != nil && nonPreemptible() == guarantee
+		for i, r := range s.replicas {
+			if got := nonPreemptible(r.State.Usage("platform")); got > guarantee {
+				t.Errorf("replica %d: platform holds %d non-preemptible GPUs, over its guarantee of %d", i, got, guarantee)
+			}
+		}
 	})
-	if got := nonPreemptible(); got != guarantee {
-		t.Fatalf("after the window two running 8-GPU DRA pods count %d non-preemptible GPUs, want %d", got, guarantee)
-	}
-
-	// The allocated devices occupy their nodes, and a listing of the
-	// cluster (what audit, explain and the report read) holds them too.
-	free, err := s.srv.State.Snapshot().Place(topology.Request{Pods: 1, GPUsPerPod: 1, Resource: "nvidia.com/gpu"})
-	if err != nil || free.ClusterFree != 64-guarantee {
-		t.Errorf("the cluster model has %d of 64 GPUs free (%v), want %d: the allocated claims occupy their nodes", free.ClusterFree, err, 64-guarantee)
-	}
-	inv, err := inventory.List(ctx, c, "e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims, err := inv.ClaimLookup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := 0
-	if err := inv.EachPod(func(p *corev1.Pod) error {
-		held += topology.PodHoldings(p, "", s.srv.Evaluator.Model().Counting(), claims).GPUs["nvidia.com/gpu"]
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if held != guarantee {
-		t.Errorf("the listed pods hold %d GPUs through their listed claims, want %d", held, guarantee)
-	}
-
-	claim("dra-c")
-	pod, err := draPod("dra-c", "dra-c")
-	switch {
-	case apierrors.IsForbidden(err):
-		t.Logf("the third 8-GPU DRA pod was denied: %v", err)
-	case err != nil:
-		t.Fatalf("create pod dra-c: %v", err)
-	case pod.Labels[ledger.LabelPreemptible] != "true":
-		t.Errorf("the third 8-GPU DRA pod, over platform's full guarantee of %d, has mandate.dev/preemptible=%q, want true",
-			guarantee, pod.Labels[ledger.LabelPreemptible])
-	}
-	if got := nonPreemptible(); got > guarantee {
-		t.Errorf("platform holds %d non-preemptible GPUs, over its guarantee of %d", got, guarantee)
-	}
 }
 
 // TestServeWithoutDRA: an API server that serves no resource.k8s.io/v1

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -46,44 +47,47 @@ const confirmationWindow = 4 * time.Second
 // ever stored, so once the confirmation window has passed the tenant's
 // whole guarantee is available again.
 func TestUnconfirmedReservationsAreReleased(t *testing.T) {
-	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Quota.ConfirmationWindow = confirmationWindow }})
-	s.populate(t)
-	ctx := context.Background()
-	nonPreemptible := func() int {
-		return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].NonPreemptible
-	}
-
-	const rejected = platformGuarantee / 2
-	for i := range rejected {
-		pod := buildPod(fmt.Sprintf("rejected-%d", i))
-		pod.Spec.Containers[0].Name = "Not_A_DNS_Label"
-		err := s.env.Client.Create(ctx, pod)
-		if !apierrors.IsInvalid(err) {
-			t.Fatalf("create %d: error = %v, want Invalid (after Mandate admitted it)", i, err)
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		so.config = func(c *config.Serve) { c.Quota.ConfirmationWindow = confirmationWindow }
+		s := startWith(t, so)
+		s.populate(t)
+		ctx := context.Background()
+		nonPreemptible := func() int {
+			return s.reservedUsage(t, "platform")["platform"]["nvidia.com/gpu"].NonPreemptible
 		}
-	}
-	forged := platformGuarantee - rejected
-	for i := range forged {
-		s.forgeReview(t, buildPod(fmt.Sprintf("forged-%d", i)))
-	}
-	start := time.Now()
-	if got := nonPreemptible(); got != platformGuarantee {
-		t.Fatalf("after %d rejected creates and %d forged reviews platform holds %d non-preemptible GPUs, want %d reserved",
-			rejected, forged, got, platformGuarantee)
-	}
-	envtest.WaitFor(t, confirmationWindow+30*time.Second, "the unconfirmed reservations to be released", func() bool {
-		return nonPreemptible() == 0
-	})
-	t.Logf("%d rejected creates and %d forged reviews held platform's guarantee of %d for %s (window %s)",
-		rejected, forged, platformGuarantee, time.Since(start).Round(100*time.Millisecond), confirmationWindow)
 
-	pod := buildPod("after-window")
-	if err := s.env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
-		t.Errorf("the first pod after the window has mandate.dev/preemptible=%q, want false: the guarantee should be free again", got)
-	}
+		const rejected = platformGuarantee / 2
+		for i := range rejected {
+			pod := buildPod(fmt.Sprintf("rejected-%d", i))
+			pod.Spec.Containers[0].Name = "Not_A_DNS_Label"
+			err := s.env.Client.Create(ctx, pod)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("create %d: error = %v, want Invalid (after Mandate admitted it)", i, err)
+			}
+		}
+		forged := platformGuarantee - rejected
+		for i := range forged {
+			s.forgeReview(t, buildPod(fmt.Sprintf("forged-%d", i)))
+		}
+		start := time.Now()
+		if got := nonPreemptible(); got != platformGuarantee {
+			t.Fatalf("after %d rejected creates and %d forged reviews platform holds %d non-preemptible GPUs, want %d reserved",
+				rejected, forged, got, platformGuarantee)
+		}
+		envtest.WaitFor(t, confirmationWindow+30*time.Second, "the unconfirmed reservations to be released", func() bool {
+			return nonPreemptible() == 0
+		})
+		t.Logf("%d rejected creates and %d forged reviews held platform's guarantee of %d for %s (window %s)",
+			rejected, forged, platformGuarantee, time.Since(start).Round(100*time.Millisecond), confirmationWindow)
+
+		pod := buildPod("after-window")
+		if err := s.env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+			t.Errorf("the first pod after the window has mandate.dev/preemptible=%q, want false: the guarantee should be free again", got)
+		}
+	})
 }
 
 // TestDeploymentPodsSpendTheGuaranteeOnce: a bare ReplicaSet's pods (a
@@ -95,46 +99,49 @@ func TestUnconfirmedReservationsAreReleased(t *testing.T) {
 // quotaPolicy.overGuarantee; each fits under the ceiling on its own, and
 // the scheduler holds what the ceiling does not let run).
 func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
-	const guarantee, ceiling, replicas = 16, 32, 40
-	policies := fixtures.PolicyDir(t, func(model map[string]any) {
-		quota := model["tenants"].(map[string]any)["platform"].(map[string]any)["quota"].(map[string]any)
-		quota["nvidia.com/gpu"] = map[string]any{"guaranteed": guarantee, "ceiling": ceiling}
-	})
-	s := startWith(t, startOptions{config: func(c *config.Serve) {
-		c.Quota.ConfirmationWindow = time.Minute
-		c.Policies = policies
-	}})
-	s.populate(t)
-	envtest.StartControllers(t, s.env, "", "replicaset-controller")
-	ctx := context.Background()
-	template := buildPod("")
-	dep := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "platform"},
-		Spec: appsv1.ReplicaSetSpec{
-			Replicas: ptr.To(int32(replicas)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: template.Spec},
-		},
-	}
-	if err := s.env.Client.Create(ctx, dep); err != nil {
-		t.Fatal(err)
-	}
-	var pods corev1.PodList
-	envtest.WaitFor(t, 2*time.Minute, fmt.Sprintf("the ReplicaSet controller to create %d pods", replicas), func() bool {
-		return s.env.Client.List(ctx, &pods, client.InNamespace("platform"), client.MatchingLabels{"app": "web"}) == nil &&
-			len(pods.Items) == replicas
-	})
-	byPreemptible := map[string]int{}
-	for _, p := range pods.Items {
-		if p.GenerateName == "" {
-			t.Errorf("pod %s was not made with generateName", p.Name)
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		const guarantee, ceiling, replicas = 16, 32, 40
+		policies := fixtures.PolicyDir(t, func(model map[string]any) {
+			quota := model["tenants"].(map[string]any)["platform"].(map[string]any)["quota"].(map[string]any)
+			quota["nvidia.com/gpu"] = map[string]any{"guaranteed": guarantee, "ceiling": ceiling}
+		})
+		so.config = func(c *config.Serve) {
+			c.Quota.ConfirmationWindow = time.Minute
+			c.Policies = policies
 		}
-		byPreemptible[p.Labels[ledger.LabelPreemptible]]++
-	}
-	if byPreemptible["false"] != guarantee || byPreemptible["true"] != replicas-guarantee {
-		t.Errorf("of %d ReplicaSet pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
-			replicas, byPreemptible, guarantee)
-	}
+		s := startWith(t, so)
+		s.populate(t)
+		envtest.StartControllers(t, s.env, "", "replicaset-controller")
+		ctx := context.Background()
+		template := buildPod("")
+		dep := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "platform"},
+			Spec: appsv1.ReplicaSetSpec{
+				Replicas: ptr.To(int32(replicas)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: template.Spec},
+			},
+		}
+		if err := s.env.Client.Create(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+		var pods corev1.PodList
+		envtest.WaitFor(t, 2*time.Minute, fmt.Sprintf("the ReplicaSet controller to create %d pods", replicas), func() bool {
+			return s.env.Client.List(ctx, &pods, client.InNamespace("platform"), client.MatchingLabels{"app": "web"}) == nil &&
+				len(pods.Items) == replicas
+		})
+		byPreemptible := map[string]int{}
+		for _, p := range pods.Items {
+			if p.GenerateName == "" {
+				t.Errorf("pod %s was not made with generateName", p.Name)
+			}
+			byPreemptible[p.Labels[ledger.LabelPreemptible]]++
+		}
+		if byPreemptible["false"] != guarantee || byPreemptible["true"] != replicas-guarantee {
+			t.Errorf("of %d ReplicaSet pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
+				replicas, byPreemptible, guarantee)
+		}
+	})
 }
 
 // createBuildJob creates a Job of tenant platform of one-GPU build pods.
@@ -165,7 +172,9 @@ func buildPod(name string) *corev1.Pod {
 }
 
 // forgeReview POSTs an AdmissionReview for pod straight to /mutate, as
-// anything that reaches the webhook port could, and checks it was admitted.
+// anything that reaches the webhook port could (with the replicas that
+// admit only the API server, a review the API server sent for a create
+// that never completed), and checks it was admitted.
 func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
@@ -186,8 +195,19 @@ func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
 	}
 	hooks := s.env.Environment.WebhookInstallOptions
 	url := "https://" + net.JoinHostPort(hooks.LocalServingHost, strconv.Itoa(hooks.LocalServingPort)) + "/mutate"
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // envtest's serving certificate
+	tc := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // envtest's serving certificate
+	if s.env.WebhookClientCA != nil {
+		cert, err := certs.IssueClient(s.env.WebhookClientCA, envtest.WebhookClientCN, time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -206,40 +226,42 @@ func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
 // non-preemptible, and one asking for 8 GPUs, more than any of the Job's
 // pods, is decided too (preemptible: the guarantee is spent).
 func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
-	s := start(t)
-	s.populate(t)
-	ctx := context.Background()
-	job := s.createBuildJob(t, "train", 2, 2)
-	if job.Labels[ledger.LabelPreemptible] != "" || job.Spec.Template.Labels[ledger.LabelPreemptible] != "false" {
-		t.Fatalf("the Job was admitted with pod labels %v, want non-preemptible", job.Spec.Template.Labels)
-	}
-	claimer := func(name string, gpus string) *corev1.Pod {
-		pod := buildPod(name)
-		pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse(gpus)
-		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-			Controller: ptr.To(true)}}
-		return pod
-	}
-	byPreemptible := map[string]int{}
-	const claimers = 12
-	for i := range claimers {
-		pod := claimer(fmt.Sprintf("claimer-%d", i), "1")
-		if err := s.env.Client.Create(ctx, pod); err != nil {
-			t.Fatalf("claimer %d: %v", i, err)
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		s := startWith(t, so)
+		s.populate(t)
+		ctx := context.Background()
+		job := s.createBuildJob(t, "train", 2, 2)
+		if job.Labels[ledger.LabelPreemptible] != "" || job.Spec.Template.Labels[ledger.LabelPreemptible] != "false" {
+			t.Fatalf("the Job was admitted with pod labels %v, want non-preemptible", job.Spec.Template.Labels)
 		}
-		byPreemptible[pod.Labels[ledger.LabelPreemptible]]++
-	}
-	if byPreemptible["false"] != platformGuarantee || byPreemptible["true"] != claimers-platformGuarantee {
-		t.Errorf("of %d pods naming the 2-pod Job as controller, by mandate.dev/preemptible: %v; want %d non-preemptible (2 of the Job's, 6 decided within platform's guarantee), the rest preemptible",
-			claimers, byPreemptible, platformGuarantee)
-	}
-	greedy := claimer("greedy", "8")
-	if err := s.env.Client.Create(ctx, greedy); err != nil {
-		t.Fatal(err)
-	}
-	if got := greedy.Labels[ledger.LabelPreemptible]; got != "true" {
-		t.Errorf("an 8-GPU pod naming the 1-GPU-per-pod Job has mandate.dev/preemptible=%q, want true: decided on its own past platform's guarantee", got)
-	}
+		claimer := func(name string, gpus string) *corev1.Pod {
+			pod := buildPod(name)
+			pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse(gpus)
+			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: ptr.To(true)}}
+			return pod
+		}
+		byPreemptible := map[string]int{}
+		const claimers = 12
+		for i := range claimers {
+			pod := claimer(fmt.Sprintf("claimer-%d", i), "1")
+			if err := s.env.Client.Create(ctx, pod); err != nil {
+				t.Fatalf("claimer %d: %v", i, err)
+			}
+			byPreemptible[pod.Labels[ledger.LabelPreemptible]]++
+		}
+		if byPreemptible["false"] != platformGuarantee || byPreemptible["true"] != claimers-platformGuarantee {
+			t.Errorf("of %d pods naming the 2-pod Job as controller, by mandate.dev/preemptible: %v; want %d non-preemptible (2 of the Job's, 6 decided within platform's guarantee), the rest preemptible",
+				claimers, byPreemptible, platformGuarantee)
+		}
+		greedy := claimer("greedy", "8")
+		if err := s.env.Client.Create(ctx, greedy); err != nil {
+			t.Fatal(err)
+		}
+		if got := greedy.Labels[ledger.LabelPreemptible]; got != "true" {
+			t.Errorf("an 8-GPU pod naming the 1-GPU-per-pod Job has mandate.dev/preemptible=%q, want true: decided on its own past platform's guarantee", got)
+		}
+	})
 }
 
 // TestDaemonSetPods: a pod is admitted undecided as a DaemonSet's only when
@@ -247,63 +269,65 @@ func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
 // pod with a made-up DaemonSet owner, or a real DaemonSet's GPU pod, is
 // decided like any other.
 func TestDaemonSetPods(t *testing.T) {
-	s := start(t)
-	s.populate(t)
-	ctx := context.Background()
-	c := s.env.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}); err != nil {
-		t.Fatal(err)
-	}
-	daemonSet := func(ns, name string) *appsv1.DaemonSet {
-		ds := &appsv1.DaemonSet{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: appsv1.DaemonSetSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}}},
-			},
-		}
-		if err := c.Create(ctx, ds); err != nil {
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		s := startWith(t, so)
+		s.populate(t)
+		ctx := context.Background()
+		c := s.env.Client
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}); err != nil {
 			t.Fatal(err)
 		}
-		return ds
-	}
-	podOf := func(ns, name, owner string, uid types.UID, gpus string, class string) *corev1.Pod {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: owner, UID: uid, Controller: ptr.To(true)}}},
-			Spec: corev1.PodSpec{PriorityClassName: class, Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}},
+		daemonSet := func(ns, name string) *appsv1.DaemonSet {
+			ds := &appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: appsv1.DaemonSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}}},
+				},
+			}
+			if err := c.Create(ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+			return ds
 		}
-		if gpus != "" {
-			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}
+		podOf := func(ns, name, owner string, uid types.UID, gpus string, class string) *corev1.Pod {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: owner, UID: uid, Controller: ptr.To(true)}}},
+				Spec: corev1.PodSpec{PriorityClassName: class, Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}},
+			}
+			if gpus != "" {
+				pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}
+			}
+			return pod
 		}
-		return pod
-	}
 
-	exporter := daemonSet("monitoring", "node-exporter")
-	pod := podOf("monitoring", "node-exporter-x1", exporter.Name, exporter.UID, "", "")
-	if err := c.Create(ctx, pod); err != nil {
-		t.Fatalf("a CPU pod of a real DaemonSet in an untenanted namespace: %v", err)
-	}
-	for k := range pod.Annotations {
-		if strings.HasPrefix(k, "mandate.dev/") {
-			t.Errorf("the DaemonSet's pod was decided: it carries %s", k)
+		exporter := daemonSet("monitoring", "node-exporter")
+		pod := podOf("monitoring", "node-exporter-x1", exporter.Name, exporter.UID, "", "")
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatalf("a CPU pod of a real DaemonSet in an untenanted namespace: %v", err)
 		}
-	}
+		for k := range pod.Annotations {
+			if strings.HasPrefix(k, "mandate.dev/") {
+				t.Errorf("the DaemonSet's pod was decided: it carries %s", k)
+			}
+		}
 
-	ghost := podOf("vision", "ghost-0", "ghost", types.UID("0b1c2d3e-dead-4000-8000-000000000000"), "8", "build")
-	if err := c.Create(ctx, ghost); !apierrors.IsForbidden(err) {
-		t.Errorf("an 8-GPU build pod of research-vision naming a DaemonSet that does not exist: error = %v, want Forbidden (decided: build is above its tiers)", err)
-	}
+		ghost := podOf("vision", "ghost-0", "ghost", types.UID("0b1c2d3e-dead-4000-8000-000000000000"), "8", "build")
+		if err := c.Create(ctx, ghost); !apierrors.IsForbidden(err) {
+			t.Errorf("an 8-GPU build pod of research-vision naming a DaemonSet that does not exist: error = %v, want Forbidden (decided: build is above its tiers)", err)
+		}
 
-	agent := daemonSet("platform", "gpu-agent")
-	gpuPod := podOf("platform", "gpu-agent-x1", agent.Name, agent.UID, "1", "build")
-	if err := c.Create(ctx, gpuPod); err != nil {
-		t.Fatal(err)
-	}
-	if got := gpuPod.Labels[ledger.LabelPreemptible]; got == "" {
-		t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", ledger.LabelPreemptible)
-	}
+		agent := daemonSet("platform", "gpu-agent")
+		gpuPod := podOf("platform", "gpu-agent-x1", agent.Name, agent.UID, "1", "build")
+		if err := c.Create(ctx, gpuPod); err != nil {
+			t.Fatal(err)
+		}
+		if got := gpuPod.Labels[ledger.LabelPreemptible]; got == "" {
+			t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", ledger.LabelPreemptible)
+		}
+	})
 }
 
 // TestJobParallelismRaisedIsDecided: raising an admitted Job's parallelism
@@ -313,30 +337,30 @@ func TestDaemonSetPods(t *testing.T) {
 // cannot become, so it is refused; within both it is admitted and
 // reserved.
 func TestJobParallelismRaisedIsDecided(t *testing.T) {
-	s := start(t)
-	s.populate(t)
-	ctx := context.Background()
-	job := s.createBuildJob(t, "grow", 2, 40)
-	total := func() int { return s.srv.State.Usage("platform")["platform"]["nvidia.com/gpu"].Total }
-	if got := total(); got != 2 {
-		t.Fatalf("platform holds %d GPUs after admitting the 2-pod Job, want 2", got)
-	}
-	scale := func(n int) error {
-		patch := fmt.Sprintf(`{"spec":{"parallelism":%d}}`, n)
-		return s.env.Client.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
-	}
-	if err := scale(20); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ceiling") {
-		t.Errorf("parallelism 2 → 20 (20 GPUs, ceiling 16): error = %v, want Forbidden naming the ceiling", err)
-	}
-	if err := scale(12); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "delete and create it again") {
-		t.Errorf("parallelism 2 → 12 (past the guarantee of 8): error = %v, want Forbidden: it would run preemptible", err)
-	}
-	if err := scale(4); err != nil {
-		t.Fatalf("parallelism 2 → 4: %v", err)
-	}
-	if got := total(); got != 4 {
-		t.Errorf("platform holds %d GPUs after the Job grew to 4 pods, want 4 (its new demand reserved, once)", got)
-	}
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		s := startWith(t, so)
+		s.populate(t)
+		ctx := context.Background()
+		job := s.createBuildJob(t, "grow", 2, 40)
+		total := func(u map[string]map[string]ledger.Usage) int { return u["platform"]["nvidia.com/gpu"].Total }
+		// Held by the stored Job, on every replica's informers.
+		s.waitUsage(t, "platform's GPUs after admitting the 2-pod Job", "platform", total, 2)
+		scale := func(n int) error {
+			patch := fmt.Sprintf(`{"spec":{"parallelism":%d}}`, n)
+			return s.env.Client.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+		}
+		if err := scale(20); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ceiling") {
+			t.Errorf("parallelism 2 → 20 (20 GPUs, ceiling 16): error = %v, want Forbidden naming the ceiling", err)
+		}
+		if err := scale(12); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "delete and create it again") {
+			t.Errorf("parallelism 2 → 12 (past the guarantee of 8): error = %v, want Forbidden: it would run preemptible", err)
+		}
+		if err := scale(4); err != nil {
+			t.Fatalf("parallelism 2 → 4: %v", err)
+		}
+		// Its new demand held once, not beside the old.
+		s.waitUsage(t, "platform's GPUs after the Job grew to 4 pods", "platform", total, 4)
+	})
 }
 
 // TestGangOwnerChangesAreDecided: an admitted PyTorchJob or Volcano Job
@@ -346,42 +370,44 @@ func TestJobParallelismRaisedIsDecided(t *testing.T) {
 // its own spec, is refused; a change that is not Mandate's concern (the
 // image) goes through.
 func TestGangOwnerChangesAreDecided(t *testing.T) {
-	s := start(t)
-	s.populate(t)
-	ctx := context.Background()
-	update := func(obj *unstructured.Unstructured, patchType types.PatchType, patch string) error {
-		return s.env.Client.Patch(ctx, obj.DeepCopy(), client.RawPatch(patchType, []byte(patch)))
-	}
-	for _, tc := range []struct {
-		name     string
-		manifest string
-		changes  []struct{ what, patch, want string }
-	}{
-		{name: "PyTorchJob", manifest: fixtures.LLMFinetune(1), changes: []struct{ what, patch, want string }{
-			{"workers 1 → 200", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/replicas","value":200}]`, "ceiling"},
-			{"another tenant's queue on the workers", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/metadata/annotations/scheduling.volcano.sh~1queue-name","value":"product"}]`, "queue-name"},
-			{"class inference", `[{"op":"add","path":"/metadata/labels","value":{"mandate.dev/class":"inference"}}]`, "mandate.dev/class"},
-			{"priority class inference on the workers", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/spec/priorityClassName","value":"inference"}]`, "priorityClassName"},
-			{"the image", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/image","value":"llama:2"}]`, ""},
-		}},
-		{name: "VolcanoJob", manifest: llmVolcanoJob, changes: []struct{ what, patch, want string }{
-			{"task replicas 2 → 200", `[{"op":"replace","path":"/spec/tasks/0/replicas","value":200}]`, "ceiling"},
-			{"another tenant's queue", `[{"op":"replace","path":"/spec/queue","value":"product"}]`, "/spec/queue"},
-			{"class inference", `[{"op":"add","path":"/metadata/labels","value":{"mandate.dev/class":"inference"}}]`, "mandate.dev/class"},
-			{"the image", `[{"op":"replace","path":"/spec/tasks/0/template/spec/containers/0/image","value":"megatron:2"}]`, ""},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			obj := s.create(t, tc.manifest)
-			for _, c := range tc.changes {
-				err := update(obj, types.JSONPatchType, c.patch)
-				switch {
-				case c.want == "" && err != nil:
-					t.Errorf("%s: %v, want admitted (not Mandate's concern)", c.what, err)
-				case c.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), c.want)):
-					t.Errorf("%s: error = %v, want Forbidden naming %q", c.what, err, c.want)
+	forEachLedger(t, func(t *testing.T, so startOptions) {
+		s := startWith(t, so)
+		s.populate(t)
+		ctx := context.Background()
+		update := func(obj *unstructured.Unstructured, patchType types.PatchType, patch string) error {
+			return s.env.Client.Patch(ctx, obj.DeepCopy(), client.RawPatch(patchType, []byte(patch)))
+		}
+		for _, tc := range []struct {
+			name     string
+			manifest string
+			changes  []struct{ what, patch, want string }
+		}{
+			{name: "PyTorchJob", manifest: fixtures.LLMFinetune(1), changes: []struct{ what, patch, want string }{
+				{"workers 1 → 200", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/replicas","value":200}]`, "ceiling"},
+				{"another tenant's queue on the workers", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/metadata/annotations/scheduling.volcano.sh~1queue-name","value":"product"}]`, "queue-name"},
+				{"class inference", `[{"op":"add","path":"/metadata/labels","value":{"mandate.dev/class":"inference"}}]`, "mandate.dev/class"},
+				{"priority class inference on the workers", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/spec/priorityClassName","value":"inference"}]`, "priorityClassName"},
+				{"the image", `[{"op":"replace","path":"/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/image","value":"llama:2"}]`, ""},
+			}},
+			{name: "VolcanoJob", manifest: llmVolcanoJob, changes: []struct{ what, patch, want string }{
+				{"task replicas 2 → 200", `[{"op":"replace","path":"/spec/tasks/0/replicas","value":200}]`, "ceiling"},
+				{"another tenant's queue", `[{"op":"replace","path":"/spec/queue","value":"product"}]`, "/spec/queue"},
+				{"class inference", `[{"op":"add","path":"/metadata/labels","value":{"mandate.dev/class":"inference"}}]`, "mandate.dev/class"},
+				{"the image", `[{"op":"replace","path":"/spec/tasks/0/template/spec/containers/0/image","value":"megatron:2"}]`, ""},
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				obj := s.create(t, tc.manifest)
+				for _, c := range tc.changes {
+					err := update(obj, types.JSONPatchType, c.patch)
+					switch {
+					case c.want == "" && err != nil:
+						t.Errorf("%s: %v, want admitted (not Mandate's concern)", c.what, err)
+					case c.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), c.want)):
+						t.Errorf("%s: error = %v, want Forbidden naming %q", c.what, err, c.want)
+					}
 				}
-			}
-		})
-	}
+			})
+		}
+	})
 }

@@ -45,6 +45,8 @@ type suite struct {
 	// spreads the API server's calls over them (nil with one replica).
 	replicas []*app.Server
 	proxy    *l4proxy.RoundRobin
+	// shared: the replicas keep their reservations in the shared ledger.
+	shared bool
 }
 
 func freePort(t *testing.T) int {
@@ -83,6 +85,42 @@ type startOptions struct {
 	// required, one Lease for each elected loop), each on its own port
 	// behind a round-robin TCP proxy on the registered webhook address.
 	replicas int
+	// shared keeps one replica's reservations in the shared ledger
+	// (TenantLedger objects), as the chart's quota.shared does; more than
+	// one replica always does.
+	shared bool
+	// apiServers, when 2, starts a second API server on the same etcd
+	// (a highly available control plane): the suite's client then sends
+	// its writes to each in turn, so both call the webhook.
+	apiServers int
+}
+
+// ledgerSetup is one way the door's quota decisions are kept: in one
+// replica's memory, in the shared ledger of one replica, or in the shared
+// ledger of three replicas behind two API servers (the chart's ledger,
+// scaled out, under a highly available control plane).
+type ledgerSetup struct {
+	name       string
+	replicas   int
+	shared     bool
+	apiServers int
+}
+
+// ledgerSetups are the setups every quota test of the door passes in.
+var ledgerSetups = []ledgerSetup{
+	{name: "memory"},
+	{name: "shared-1-replica", shared: true},
+	{name: "shared-3-replicas-2-apiservers", replicas: 3, shared: true, apiServers: 2},
+}
+
+// forEachLedger runs test once per ledgerSetup, as a subtest named after
+// it, with startOptions that start that setup (more may be added).
+func forEachLedger(t *testing.T, test func(t *testing.T, so startOptions)) {
+	for _, l := range ledgerSetups {
+		t.Run(l.name, func(t *testing.T) {
+			test(t, startOptions{replicas: l.replicas, shared: l.shared, apiServers: l.apiServers})
+		})
+	}
 }
 
 // startWith is start with startOptions.
@@ -98,6 +136,8 @@ func startWith(t *testing.T, so startOptions) *suite {
 		proxy = l4proxy.Listen(t)
 		port = proxy.Port()
 		so.env = append(so.env, envtest.WithWebhookClientCert())
+	}
+	if so.replicas > 1 || so.shared {
 		// A commit through the shared ledger waits for the other
 		// replica's write: on a busy machine that outlasts the default
 		// 3 s, and the API server fails the create (failurePolicy Fail).
@@ -122,8 +162,12 @@ func startWith(t *testing.T, so startOptions) *suite {
 		LocalServingPort:   port,
 	})}, so.env...)...)
 	wio := env.Environment.WebhookInstallOptions
+	if so.apiServers > 1 {
+		_, second := env.StartSecondAPIServer(t)
+		env.Client = &alternatingClient{Client: env.Client, other: second}
+	}
 
-	s := &suite{env: env, proxy: proxy}
+	s := &suite{env: env, proxy: proxy, shared: so.shared || so.replicas > 1}
 	// Mandate's namespace, as an install has it: the Leases of the elected
 	// loops (authority metrics, scheduler sync) live there.
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mandateNamespace}}); err != nil {
@@ -149,6 +193,9 @@ func startWith(t *testing.T, so startOptions) *suite {
 			c.Webhook.ClientCAFile = writeClientCA(t, env)
 			c.Webhook.ClientCN = envtest.WebhookClientCN
 			backends = append(backends, net.JoinHostPort(c.Webhook.Host, fmt.Sprint(c.Webhook.Port)))
+		}
+		if so.shared {
+			c.Quota.Shared = true
 		}
 		if so.config != nil {
 			so.config(&c)
@@ -225,14 +272,16 @@ func (s *suite) populate(t *testing.T) {
 			t.Fatalf("create namespace %s: %v", ns, err)
 		}
 	}
-	envtest.WaitFor(t, 20*time.Second, "the cluster state to see the nodes and namespaces", func() bool {
-		fit, err := s.srv.State.Snapshot().Place(topology.Request{Pods: nodes, GPUsPerPod: 8, Resource: "nvidia.com/gpu", RequiredLevel: "block"})
-		if err != nil || !fit.FitsNow {
-			return false
-		}
-		for ns, tenant := range tenants {
-			if s.srv.State.Namespace(ns).Labels[workload.LabelTenant] != tenant {
+	envtest.WaitFor(t, 20*time.Second, "every replica's cluster state to see the nodes and namespaces", func() bool {
+		for _, r := range s.replicas {
+			fit, err := r.State.Snapshot().Place(topology.Request{Pods: nodes, GPUsPerPod: 8, Resource: "nvidia.com/gpu", RequiredLevel: "block"})
+			if err != nil || !fit.FitsNow {
 				return false
+			}
+			for ns, tenant := range tenants {
+				if r.State.Namespace(ns).Labels[workload.LabelTenant] != tenant {
+					return false
+				}
 			}
 		}
 		return true
