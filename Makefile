@@ -114,6 +114,11 @@ bench-webhook: build ## Mandate's webhook (one replica in memory, the chart's tw
 	hack/gatekeeper.sh
 	$(GO) run ./hack/benchwebhook --mandate $(MANDATE)
 
+.PHONY: bench-sustain
+bench-sustain: envtest-assets ## A sustained run through the chart's configuration (2 replicas, shared ledger, behind one address; 2 API servers on one etcd) on a real API server: BENCH_SUSTAIN_DURATION (5m) of GPU pod creates and deletes from BENCH_SUSTAIN_WORKERS (16) clients against tenants' guarantees; creates/s, admitted, denied, errors, over-admission, the TenantLedgers' size every BENCH_SUSTAIN_SAMPLE (10s); fails on an error, over-admission or a growing ledger.
+	@uptime
+	$(GO) test -tags benchsustain ./test/sustain/ -run '^TestBenchSustain$$' -v -count 1 -timeout 2h
+
 .PHONY: bench-scale
 bench-scale: envtest-assets ## serve as the chart runs it (BENCH_SCALE_REPLICAS=2 replicas, shared ledger, behind one address) at the reference scale on a real API server: 12,500 nodes × 8 GPUs and BENCH_SCALE_PODS pods (default 10k…150k); ready time, RSS, decision latency, a 1,000-pod gang from the Job create to the last pod admitted beside the same pods created with no webhook.
 	$(GO) test -tags benchscale ./test/benchscale/ -run '^TestBenchScale$$' -v -count 1 -timeout 6h

@@ -87,39 +87,53 @@ func stringField(obj ast.Object, name string) (string, error) {
 	return string(s), nil
 }
 
+// The result's keys and the request's, interned once (at init, as OPA
+// requires): the result is made on every admission, and a key made on the
+// fly costs two allocations.
+func init() {
+	ast.InternStringTerm(
+		"fitsNow", "fitsEmpty", "domain", "level", "score", "freeAfter", "largest", "bestNow",
+		"clusterFree", "clusterTotal", "shortfall", "domains", "freest", "freestGPUs", "freestNodeGPUs",
+		"podSlots", "gpus",
+		"pods", "gpusPerPod", "resource", "product", "requiredLevel", "preferredLevel", "cluster",
+	)
+}
+
 // resultValue renders a Result as a Rego object with the JSON field names of
 // topology.Result.
 func resultValue(r topology.Result, short topology.Shortfall) ast.Value {
 	return ast.NewObject(
-		item("fitsNow", ast.Boolean(r.FitsNow)),
-		item("fitsEmpty", ast.Boolean(r.FitsEmpty)),
-		item("domain", ast.String(r.Domain)),
-		item("level", ast.String(r.Level)),
-		item("score", ast.FloatNumberTerm(r.Score).Value),
-		item("freeAfter", ast.InternedTerm(r.FreeAfter).Value),
-		item("largest", capacityValue(r.Largest)),
-		item("bestNow", capacityValue(r.BestNow)),
-		item("clusterFree", ast.InternedTerm(r.ClusterFree).Value),
-		item("clusterTotal", ast.InternedTerm(r.ClusterTotal).Value),
-		item("shortfall", ast.NewObject(
-			item("level", ast.String(short.Level)),
-			item("domains", ast.InternedTerm(short.Domains).Value),
-			item("freest", ast.String(short.Freest)),
-			item("freestGPUs", ast.InternedTerm(short.FreestGPUs).Value),
-			item("freestNodeGPUs", ast.InternedTerm(short.FreestNodeGPUs).Value),
+		item("fitsNow", ast.InternedTerm(r.FitsNow)),
+		item("fitsEmpty", ast.InternedTerm(r.FitsEmpty)),
+		item("domain", ast.StringTerm(r.Domain)),
+		item("level", ast.InternedTerm(r.Level)),
+		item("score", ast.FloatNumberTerm(r.Score)),
+		item("freeAfter", ast.InternedTerm(r.FreeAfter)),
+		item("largest", ast.NewTerm(capacityValue(r.Largest))),
+		item("bestNow", ast.NewTerm(capacityValue(r.BestNow))),
+		item("clusterFree", ast.InternedTerm(r.ClusterFree)),
+		item("clusterTotal", ast.InternedTerm(r.ClusterTotal)),
+		item("shortfall", ast.ObjectTerm(
+			item("level", ast.InternedTerm(short.Level)),
+			item("domains", ast.InternedTerm(short.Domains)),
+			item("freest", ast.StringTerm(short.Freest)),
+			item("freestGPUs", ast.InternedTerm(short.FreestGPUs)),
+			item("freestNodeGPUs", ast.InternedTerm(short.FreestNodeGPUs)),
 		)),
 	)
 }
 
 func capacityValue(c topology.DomainCapacity) ast.Value {
 	return ast.NewObject(
-		item("domain", ast.String(c.Domain)),
-		item("level", ast.String(c.Level)),
-		item("podSlots", ast.InternedTerm(c.PodSlots).Value),
-		item("gpus", ast.InternedTerm(c.GPUs).Value),
+		item("domain", ast.StringTerm(c.Domain)),
+		item("level", ast.InternedTerm(c.Level)),
+		item("podSlots", ast.InternedTerm(c.PodSlots)),
+		item("gpus", ast.InternedTerm(c.GPUs)),
 	)
 }
 
-func item(key string, v ast.Value) [2]*ast.Term {
-	return ast.Item(ast.InternedTerm(key), ast.NewTerm(v))
+// item is key: v, the key interned; v may be an interned term (shared,
+// never modified: OPA treats terms as values).
+func item(key string, v *ast.Term) [2]*ast.Term {
+	return ast.Item(ast.InternedTerm(key), v)
 }

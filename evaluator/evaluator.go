@@ -172,16 +172,20 @@ func (e *Evaluator) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	// No metrics: nothing reads them, and OPA would otherwise make a set of
 	// timers for every evaluation.
-	rs, err := query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalExternalCancel(cancel), rego.EvalMetrics(noMetrics))
+	rs, err := query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalExternalCancel(cancel), rego.EvalMetrics(noMetrics),
+		rego.EvalGenerateJSON(asValue))
 	if err != nil {
 		return Decision{}, e.evalError(ctx, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return Decision{}, fmt.Errorf("policy revision %q produced no decision: the decision or explanation entrypoint is undefined for this input", e.revision)
 	}
-	raw, explanations := rs[0].Expressions[0].Value, any(nil)
+	// OPA's values, as asValue handed them over.
+	raw, _ := rs[0].Expressions[0].Value.(ast.Value)
+	var explanations ast.Value
 	if in.Explain {
-		raw, explanations = rs[0].Bindings[decisionVar], rs[0].Bindings[explanationsVar]
+		raw, _ = rs[0].Bindings[decisionVar].(ast.Value)
+		explanations, _ = rs[0].Bindings[explanationsVar].(ast.Value)
 	}
 	d, err := decodeDecision(raw, explanations)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -26,6 +27,15 @@ func init() {
 		"gpuShareMilli",
 		"usage", "total", "nonPreemptible", "object",
 	)
+	// Values most inputs carry: the operations, the tenant label, the
+	// workload classes, every registered kind's kind and apiVersion (the
+	// registry is filled by workload's init, which runs first) and the
+	// default GPU resource.
+	ast.InternStringTerm("CREATE", "UPDATE", workload.LabelTenant, topology.DefaultGPUResource,
+		string(workload.ClassTraining), string(workload.ClassInference), string(workload.ClassInteractive), string(workload.ClassBatch))
+	for _, k := range workload.Kinds() {
+		ast.InternStringTerm(k.GVK.Kind, k.GVK.GroupVersion().String())
+	}
 }
 
 func str(s string) *ast.Term { return ast.InternedTerm(s) }
@@ -34,7 +44,7 @@ func num(n int) *ast.Term { return ast.InternedTerm(n) }
 
 func strMap(m map[string]string) *ast.Term {
 	if m == nil {
-		return ast.NullTerm()
+		return ast.InternedNullTerm
 	}
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
@@ -44,7 +54,7 @@ func strMap(m map[string]string) *ast.Term {
 }
 
 func requestTerm(r Request) *ast.Term {
-	groups := ast.NullTerm()
+	groups := ast.InternedNullTerm
 	if r.Groups != nil {
 		terms := make([]*ast.Term, len(r.Groups))
 		for i, g := range r.Groups {
@@ -68,7 +78,7 @@ func namespaceTerm(n workload.Namespace) *ast.Term {
 }
 
 func workloadTerm(w *workload.Workload) *ast.Term {
-	roles := ast.NullTerm()
+	roles := ast.InternedNullTerm
 	if w.Roles != nil {
 		terms := make([]*ast.Term, len(w.Roles))
 		for i, r := range w.Roles {
@@ -142,7 +152,7 @@ func workloadTerm(w *workload.Workload) *ast.Term {
 
 func usageTerm(u map[string]map[string]ledger.Usage) *ast.Term {
 	if u == nil {
-		return ast.NullTerm()
+		return ast.InternedNullTerm
 	}
 	tenants := make([][2]*ast.Term, 0, len(u))
 	for tenant, byRes := range u {

@@ -3,18 +3,41 @@ package evaluator
 import (
 	"fmt"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
 	"github.com/mandate-dev/mandate/ledger"
 )
 
-// decodeDecision reads the generic values of the decision (and, when asked
-// for, the explanations) field by field, so that a policy returning the
-// wrong shape gets an error naming the field. No JSON round trip: this runs
-// on every admission.
-func decodeDecision(v, explanations any) (Decision, error) {
+// The decision is read from OPA's own values, not from their conversion to
+// Go maps and slices (rego's default result, which costs an allocation per
+// value and a map per object on every admission): asValue hands the values
+// over as they are, and the reader below looks up the keys it knows, which
+// are interned once here.
+func init() {
+	ast.InternStringTerm(
+		"allowed", "violations", "warned", "dryrun", "reasons", "warnings", "directives", "relied",
+		"code", "dimension", "message", "enforcement",
+		"scheduler", "queue", "priorityClass", "preemptible", "gangMin", "requiredLevel", "requiredLabel",
+		"requiredTier", "preferredLevel", "preferredLabel", "preferredTier", "topologyName", "labels", "annotations",
+		"tenant", "usage", "ceiling", "guaranteed", "demand", "seen", "total", "nonPreemptible", "busy", "overGuarantee",
+		"verdict", "limit", "current",
+	)
+}
+
+// asValue is the rego result conversion that keeps OPA's value.
+func asValue(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
+
+// decodeDecision reads the values of the decision (and, when asked for, the
+// explanations) field by field, so that a policy returning the wrong shape
+// gets an error naming the field. No JSON round trip: this runs on every
+// admission. Type names in errors are those of the values' JSON form
+// (typeName).
+func decodeDecision(v, explanations ast.Value) (Decision, error) {
 	var d Decision
-	obj, ok := v.(map[string]any)
+	obj, ok := v.(ast.Object)
 	if !ok {
-		return d, fmt.Errorf("decision is %T, want an object", v)
+		return d, fmt.Errorf("decision is %s, want an object", typeName(v))
 	}
 	r := reader{}
 	d.Allowed = r.boolean(obj, "decision", "allowed", true)
@@ -23,26 +46,26 @@ func decodeDecision(v, explanations any) (Decision, error) {
 	d.DryRun = r.violations(obj, "dryrun")
 	d.Reasons = r.violations(obj, "reasons")
 	for i, item := range r.list(obj, "warnings") {
-		s, ok := item.(string)
+		s, ok := item.Value.(ast.String)
 		if !ok {
-			r.fail("decision.warnings[%d] is %T, want a string", i, item)
+			r.fail("decision.warnings[%d] is %s, want a string", i, typeName(item.Value))
 		}
-		d.Warnings = append(d.Warnings, s)
+		d.Warnings = append(d.Warnings, string(s))
 	}
-	if raw, ok := obj["directives"]; ok {
+	if raw := get(obj, "directives"); raw != nil {
 		d.Directives = r.directives(r.object(raw, "decision.directives"))
 	}
-	if _, ok := obj["relied"]; ok {
+	if get(obj, "relied") != nil {
 		d.ReliedKnown = true
 		d.Relied = r.relied(obj)
 	}
-	if explanations != nil {
-		list, ok := explanations.([]any)
+	if !isNull(explanations) {
+		list, ok := elems(explanations)
 		if !ok {
-			r.fail("explanations is %T, want an array", explanations)
+			r.fail("explanations is %s, want an array", typeName(explanations))
 		}
 		for i, item := range list {
-			m := r.object(item, fmt.Sprintf("explanations[%d]", i))
+			m := r.object(item.Value, fmt.Sprintf("explanations[%d]", i))
 			d.Explanations = append(d.Explanations, Explanation{
 				Dimension: Dimension(r.str(m, "dimension")),
 				Verdict:   r.str(m, "verdict"),
@@ -60,17 +83,77 @@ func decodeDecision(v, explanations any) (Decision, error) {
 	return d, nil
 }
 
+// get is obj[key], nil when obj is nil or has no key.
+func get(obj ast.Object, key string) ast.Value {
+	if obj == nil {
+		return nil
+	}
+	t := obj.Get(ast.InternedTerm(key))
+	if t == nil {
+		return nil
+	}
+	return t.Value
+}
+
+// isNull: v is missing (nil) or null.
+func isNull(v ast.Value) bool {
+	if v == nil {
+		return true
+	}
+	_, null := v.(ast.Null)
+	return null
+}
+
+// elems are the elements of an array, or of a set in the order its JSON
+// form lists them; ok is false for any other value.
+func elems(v ast.Value) ([]*ast.Term, bool) {
+	switch x := v.(type) {
+	case *ast.Array:
+		out := make([]*ast.Term, x.Len())
+		for i := range out {
+			out[i] = x.Elem(i)
+		}
+		return out, true
+	case ast.Set:
+		return x.Slice(), true
+	}
+	return nil, false
+}
+
+// typeName is the Go type of v's JSON form (ast.JSON), which error
+// messages have always named.
+func typeName(v ast.Value) string {
+	switch v.(type) {
+	case nil, ast.Null:
+		return "<nil>"
+	case ast.Boolean:
+		return "bool"
+	case ast.Number:
+		return "json.Number"
+	case ast.String:
+		return "string"
+	case *ast.Array, ast.Set:
+		return "[]interface {}"
+	case ast.Object:
+		return "map[string]interface {}"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
 // violations reads the list of violations at obj[key]; each one's
 // enforcement, when set, must be an action.
-func (r *reader) violations(obj map[string]any, key string) []Violation {
+func (r *reader) violations(obj ast.Object, key string) []Violation {
 	list := r.list(obj, key)
 	if len(list) == 0 {
 		return nil
 	}
 	out := make([]Violation, 0, len(list))
 	for i, item := range list {
-		field := fmt.Sprintf("decision.%s[%d]", key, i)
-		m := r.object(item, field)
+		m, ok := item.Value.(ast.Object)
+		if !ok {
+			r.fail("decision.%s[%d] is %s, want an object", key, i, typeName(item.Value))
+			continue
+		}
 		v := Violation{
 			Code:        r.str(m, "code"),
 			Dimension:   Dimension(r.str(m, "dimension")),
@@ -80,19 +163,26 @@ func (r *reader) violations(obj map[string]any, key string) []Violation {
 		switch v.Enforcement {
 		case "", EnforceDeny, EnforceWarn, EnforceDryRun:
 		default:
-			r.fail("%s.enforcement is %q, want %s, %s or %s", field, v.Enforcement, EnforceDeny, EnforceWarn, EnforceDryRun)
+			r.fail("decision.%s[%d].enforcement is %q, want %s, %s or %s", key, i, v.Enforcement, EnforceDeny, EnforceWarn, EnforceDryRun)
 		}
-		r.facts(m, field, &v)
+		r.facts(m, key, i, &v)
 		out = append(out, v)
 	}
 	return out
 }
 
-// facts reads the facts and the warning text of violation m (field names
-// it in messages); keys it does not know are left alone (a custom rule's
-// own). One pass over the keys the violation has, not a lookup per fact.
-func (r *reader) facts(m map[string]any, field string, v *Violation) {
-	for k, raw := range m {
+// facts reads the facts and the warning text of violation m (the i-th of
+// the decision's list key, as messages name it); keys it does not know
+// are left alone (a custom rule's own). One pass over the keys the
+// violation has, not a lookup per fact.
+func (r *reader) facts(m ast.Object, key string, i int, v *Violation) {
+	field := func() string { return fmt.Sprintf("decision.%s[%d]", key, i) }
+	m.Foreach(func(kt, vt *ast.Term) {
+		k, ok := kt.Value.(ast.String)
+		if !ok {
+			return
+		}
+		raw := vt.Value
 		var s *string
 		var n *int
 		switch k {
@@ -125,30 +215,33 @@ func (r *reader) facts(m map[string]any, field string, v *Violation) {
 		case "needs":
 			n = &v.Needs
 		case "classes":
-			list, ok := raw.([]any)
+			list, ok := elems(raw)
 			if !ok {
-				r.fail("%s.classes is %T, want an array", field, raw)
-				continue
+				r.fail("%s.classes is %s, want an array", field(), typeName(raw))
+				return
 			}
 			v.Classes = make([]string, len(list))
-			for i, c := range list {
-				if v.Classes[i], ok = c.(string); !ok {
-					r.fail("%s.classes[%d] is %T, want a string", field, i, c)
+			for j, c := range list {
+				str, ok := c.Value.(ast.String)
+				if !ok {
+					r.fail("%s.classes[%d] is %s, want a string", field(), j, typeName(c.Value))
 				}
+				v.Classes[j] = string(str)
 			}
-			continue
+			return
 		default:
-			continue
+			return
 		}
 		if s != nil {
-			var ok bool
-			if *s, ok = raw.(string); !ok {
-				r.fail("%s.%s is %T, want a string", field, k, raw)
+			str, ok := raw.(ast.String)
+			if !ok {
+				r.fail("%s.%s is %s, want a string", field(), k, typeName(raw))
 			}
-			continue
+			*s = string(str)
+			return
 		}
-		*n = r.integerAt(m, field, k)
-	}
+		*n = r.number(raw, field, string(k))
+	})
 }
 
 // reader keeps the first shape error it meets; later reads return zero values.
@@ -160,101 +253,107 @@ func (r *reader) fail(format string, args ...any) {
 	}
 }
 
-func (r *reader) object(v any, field string) map[string]any {
-	m, ok := v.(map[string]any)
+func (r *reader) object(v ast.Value, field string) ast.Object {
+	m, ok := v.(ast.Object)
 	if !ok {
-		r.fail("%s is %T, want an object", field, v)
+		r.fail("%s is %s, want an object", field, typeName(v))
 	}
 	return m
 }
 
-func (r *reader) list(obj map[string]any, key string) []any {
-	raw, ok := obj[key]
-	if !ok || raw == nil {
+func (r *reader) list(obj ast.Object, key string) []*ast.Term {
+	raw := get(obj, key)
+	if isNull(raw) {
 		return nil
 	}
-	l, ok := raw.([]any)
+	l, ok := elems(raw)
 	if !ok {
-		r.fail("decision.%s is %T, want an array", key, raw)
+		r.fail("decision.%s is %s, want an array", key, typeName(raw))
 	}
 	return l
 }
 
-func (r *reader) str(m map[string]any, key string) string {
-	raw, ok := m[key]
-	if !ok {
+func (r *reader) str(m ast.Object, key string) string {
+	raw := get(m, key)
+	if raw == nil {
 		return ""
 	}
-	s, ok := raw.(string)
+	s, ok := raw.(ast.String)
 	if !ok {
-		r.fail("%s is %T, want a string", key, raw)
+		r.fail("%s is %s, want a string", key, typeName(raw))
 	}
-	return s
+	return string(s)
 }
 
 // boolean reads m[key]; prefix names m in messages ("decision").
-func (r *reader) boolean(m map[string]any, prefix, key string, required bool) bool {
-	field := prefix + "." + key
-	raw, ok := m[key]
-	if !ok {
+func (r *reader) boolean(m ast.Object, prefix, key string, required bool) bool {
+	raw := get(m, key)
+	if raw == nil {
 		if required {
-			r.fail("%s is missing", field)
+			r.fail("%s.%s is missing", prefix, key)
 		}
 		return false
 	}
-	b, ok := raw.(bool)
+	b, ok := raw.(ast.Boolean)
 	if !ok {
-		r.fail("%s is %T, want a boolean", field, raw)
+		r.fail("%s.%s is %s, want a boolean", prefix, key, typeName(raw))
 	}
-	return b
+	return bool(b)
 }
 
-func (r *reader) integer(m map[string]any, key string) int {
+func (r *reader) integer(m ast.Object, key string) int {
 	return r.integerAt(m, "directives", key)
 }
 
 // integerAt reads m[key]; prefix names m in messages.
-func (r *reader) integerAt(m map[string]any, prefix, key string) int {
-	raw, ok := m[key]
-	if !ok {
+func (r *reader) integerAt(m ast.Object, prefix, key string) int {
+	raw := get(m, key)
+	if raw == nil {
 		return 0
 	}
-	switch n := raw.(type) {
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
-	case interface{ Int64() (int64, error) }: // json.Number
-		i, err := n.Int64()
-		if err != nil {
-			r.fail("%s.%s is %v, want a whole number", prefix, key, raw)
-		}
-		return int(i)
-	}
-	r.fail("%s.%s is %T, want a number", prefix, key, raw)
-	return 0
+	return r.number(raw, func() string { return prefix }, key)
 }
 
-func (r *reader) strings(m map[string]any, key string) map[string]string {
-	raw, ok := m[key]
-	if !ok || raw == nil {
+// number reads raw, the value of key in what field names, as a whole
+// number.
+func (r *reader) number(raw ast.Value, field func() string, key string) int {
+	n, ok := raw.(ast.Number)
+	if !ok {
+		r.fail("%s.%s is %s, want a number", field(), key, typeName(raw))
+		return 0
+	}
+	i, ok := n.Int()
+	if !ok {
+		r.fail("%s.%s is %v, want a whole number", field(), key, raw)
+	}
+	return i
+}
+
+func (r *reader) strings(m ast.Object, key string) map[string]string {
+	raw := get(m, key)
+	if isNull(raw) {
 		return nil
 	}
 	obj := r.object(raw, "directives."+key)
-	out := make(map[string]string, len(obj))
-	for k, v := range obj {
-		s, ok := v.(string)
-		if !ok {
-			r.fail("directives.%s[%q] is %T, want a string", key, k, v)
-		}
-		out[k] = s
+	if obj == nil {
+		return nil
 	}
+	out := make(map[string]string, obj.Len())
+	obj.Foreach(func(kt, vt *ast.Term) {
+		k, ok := kt.Value.(ast.String)
+		if !ok { // as its JSON form names it
+			k = ast.String(kt.Value.String())
+		}
+		s, ok := vt.Value.(ast.String)
+		if !ok {
+			r.fail("directives.%s[%q] is %s, want a string", key, string(k), typeName(vt.Value))
+		}
+		out[string(k)] = string(s)
+	})
 	return out
 }
 
-func (r *reader) directives(m map[string]any) Directives {
+func (r *reader) directives(m ast.Object) Directives {
 	return Directives{
 		Scheduler:      r.str(m, "scheduler"),
 		Queue:          r.str(m, "queue"),
@@ -276,16 +375,16 @@ func (r *reader) directives(m map[string]any) Directives {
 // relied reads decision.relied: the quota limits the decision relied on
 // (mandate.quota.relied). It runs on every admission: field names are
 // only built for an error.
-func (r *reader) relied(obj map[string]any) []ledger.Limit {
+func (r *reader) relied(obj ast.Object) []ledger.Limit {
 	list := r.list(obj, "relied")
 	if len(list) == 0 {
 		return nil
 	}
 	out := make([]ledger.Limit, len(list))
 	for i, item := range list {
-		m, ok := item.(map[string]any)
+		m, ok := item.Value.(ast.Object)
 		if !ok {
-			r.fail("decision.relied[%d] is %T, want an object", i, item)
+			r.fail("decision.relied[%d] is %s, want an object", i, typeName(item.Value))
 			return nil
 		}
 		lim := &out[i]
@@ -295,9 +394,9 @@ func (r *reader) relied(obj map[string]any) []ledger.Limit {
 		lim.Ceiling = ir.integerAt(m, "", "ceiling")
 		lim.Guaranteed = ir.integerAt(m, "", "guaranteed")
 		lim.Demand = ir.integerAt(m, "", "demand")
-		seen, ok := m["seen"].(map[string]any)
+		seen, ok := get(m, "seen").(ast.Object)
 		if !ok {
-			ir.fail(".seen is %T, want an object", m["seen"])
+			ir.fail(".seen is %s, want an object", typeName(get(m, "seen")))
 		}
 		lim.Seen = ledger.Usage{Total: ir.integerAt(seen, ".seen", "total"), NonPreemptible: ir.integerAt(seen, ".seen", "nonPreemptible")}
 		lim.Busy = ir.flag(m, "busy")
@@ -311,25 +410,26 @@ func (r *reader) relied(obj map[string]any) []ledger.Limit {
 }
 
 // text reads the string m[key] ("" when missing); messages name it ".key".
-func (r *reader) text(m map[string]any, key string) string {
-	s, ok := m[key].(string)
-	if !ok && m[key] != nil {
-		r.fail(".%s is %T, want a string", key, m[key])
+func (r *reader) text(m ast.Object, key string) string {
+	raw := get(m, key)
+	s, ok := raw.(ast.String)
+	if !ok && !isNull(raw) {
+		r.fail(".%s is %s, want a string", key, typeName(raw))
 	}
-	return s
+	return string(s)
 }
 
 // flag reads the boolean m[key], which must be there; messages name it
 // ".key" (the caller prefixes where m is).
-func (r *reader) flag(m map[string]any, key string) bool {
-	raw, ok := m[key]
-	if !ok {
+func (r *reader) flag(m ast.Object, key string) bool {
+	raw := get(m, key)
+	if raw == nil {
 		r.fail(".%s is missing", key)
 		return false
 	}
-	b, ok := raw.(bool)
+	b, ok := raw.(ast.Boolean)
 	if !ok {
-		r.fail(".%s is %T, want a boolean", key, raw)
+		r.fail(".%s is %s, want a boolean", key, typeName(raw))
 	}
-	return b
+	return bool(b)
 }

@@ -158,11 +158,11 @@ func (s *Service) Admit(ctx context.Context, req Request, g Gate) Response {
 	} else if ok {
 		return allowed(StepDaemonSet, "pod of a DaemonSet, without GPUs")
 	}
-	if d, ok, err := s.GangDirectives(ctx, obj, req.Request); err != nil {
+	if d, w, ok, err := s.gangDirectives(ctx, obj, req.Request); err != nil {
 		return failed(StepGangPod, err)
 	} else if ok {
 		// Not a decision: the gang was decided when its owner was admitted.
-		return gangPod(obj, d, req.Request, g.Seal)
+		return gangPod(obj, w, d, req.Request, g.Seal)
 	}
 	result, err := s.Review(ctx, obj, req.Request)
 	decided := newDecided(obj, result, err)
@@ -248,9 +248,9 @@ func decodeObject(raw []byte, namespace string) (*unstructured.Unstructured, err
 
 // gangPod admits a pod of an admitted gang with the directives its owner
 // was admitted with: never re-decided, so never counted twice nor denied
-// on its own.
-func gangPod(obj *unstructured.Unstructured, d evaluator.Directives, req evaluator.Request, seal *Seal) Response {
-	mutated, patch, err := RenderGang(obj, d, req)
+// on its own. w is obj normalised (by gangDirectives).
+func gangPod(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives, req evaluator.Request, seal *Seal) Response {
+	mutated, patch, err := renderGang(obj, w, d, req)
 	if isInputError(err) {
 		r := inputError(err)
 		r.Step = StepGangPod

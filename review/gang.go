@@ -36,27 +36,35 @@ import (
 // object between the gang and its pods (a child Job) is never counted: its
 // pods are, once, against the gang's slots.
 func (s *Service) GangDirectives(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (evaluator.Directives, bool, error) {
+	d, _, ok, err := s.gangDirectives(ctx, obj, req)
+	return d, ok, err
+}
+
+// gangDirectives is GangDirectives with obj's workload when ok, normalised
+// once for both the check and the render (renderGang).
+func (s *Service) gangDirectives(ctx context.Context, obj *unstructured.Unstructured, req evaluator.Request) (evaluator.Directives, workload.Workload, bool, error) {
+	var none workload.Workload
 	if s.Owners == nil {
-		return evaluator.Directives{}, false, nil
+		return evaluator.Directives{}, none, false, nil
 	}
 	if _, governed := workload.Lookup(obj.GroupVersionKind()); !governed {
-		return evaluator.Directives{}, false, nil
+		return evaluator.Directives{}, none, false, nil
 	}
 	owner, d, ok, err := s.gangOwner(ctx, obj)
 	if err != nil || !ok {
-		return evaluator.Directives{}, false, err
+		return evaluator.Directives{}, none, false, err
 	}
 	if ref := metav1.GetControllerOfNoCopy(obj); ref.UID != owner.GetUID() {
 		if d, err = withGangOwner(d, owner); err != nil {
-			return evaluator.Directives{}, false, err
+			return evaluator.Directives{}, none, false, err
 		}
 	}
 	ns, err := s.namespace(ctx, obj.GetNamespace())
 	if err != nil {
-		return evaluator.Directives{}, false, err
+		return evaluator.Directives{}, none, false, err
 	}
-	admitted, err := s.admittedFor(ctx, ns.Labels[workload.LabelTenant], obj, owner, req)
-	return d, admitted, err
+	w, admitted, err := s.admittedFor(ctx, ns.Labels[workload.LabelTenant], obj, owner, req)
+	return d, w, admitted, err
 }
 
 // withGangOwner is d with the annotation that names owner as the gang of
@@ -189,28 +197,29 @@ func (s *Service) DaemonSetPod(ctx context.Context, obj *unstructured.Unstructur
 // admittedFor says whether pod (or a link object), of tenant, fits the gang
 // owner was admitted as: no more GPUs than the owner's largest pod, of the
 // same resource, and, for a GPU pod, a free slot among the owner's GPU pods. An
-// owner or pod that does not normalise is not a gang to join.
-func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *unstructured.Unstructured, req evaluator.Request) (bool, error) {
-	pw, err := workload.Normalize(pod)
+// owner or pod that does not normalise is not a gang to join. pw is the
+// pod's workload, when it normalises.
+func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *unstructured.Unstructured, req evaluator.Request) (pw workload.Workload, admitted bool, err error) {
+	pw, err = workload.Normalize(pod)
 	if err != nil {
-		return false, nil
+		return pw, false, nil
 	}
 	if pw.TotalGPUs == 0 {
-		return true, nil
+		return pw, true, nil
 	}
 	ow, err := workload.Normalize(owner)
 	if err != nil || pw.GPUResource != ow.GPUResource || pw.GPUsPerPod > ow.GPUsPerPod {
-		return false, nil
+		return pw, false, nil
 	}
 	if !holdsLive(owner) {
 		// Its hold has ended (finished, suspended, being deleted): a pod
 		// created now is decided on its own.
-		return false, nil
+		return pw, false, nil
 	}
 	if pod.GroupVersionKind() != workload.PodGVK {
 		// A link between the gang and its pods (a JobSet's Job): its pods
 		// claim the gang's slots when they are created.
-		return true, nil
+		return pw, true, nil
 	}
 	gpuPods := 0
 	for _, r := range ow.Roles {
@@ -224,9 +233,9 @@ func (s *Service) admittedFor(ctx context.Context, tenant string, pod, owner *un
 	}
 	ok, err := s.State.ClaimGangPod(ctx, tenant, string(owner.GetUID()), key, gpuPods)
 	if err != nil {
-		return false, fmt.Errorf("unable to claim a pod slot of %s %s/%s: %w", owner.GetKind(), owner.GetNamespace(), owner.GetName(), err)
+		return pw, false, fmt.Errorf("unable to claim a pod slot of %s %s/%s: %w", owner.GetKind(), owner.GetNamespace(), owner.GetName(), err)
 	}
-	return ok, nil
+	return pw, ok, nil
 }
 
 // podKey keys a workload's reservation and a pod's gang claim: the request
@@ -257,6 +266,11 @@ func RenderGang(obj *unstructured.Unstructured, d evaluator.Directives, req eval
 	if err != nil {
 		return nil, nil, err
 	}
+	return renderGang(obj, w, d, req)
+}
+
+// renderGang is RenderGang of obj normalised as w.
+func renderGang(obj *unstructured.Unstructured, w workload.Workload, d evaluator.Directives, req evaluator.Request) (*unstructured.Unstructured, []jsonpatch.JsonPatchOperation, error) {
 	mutated, err := scheduler.Render(obj, w, d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the owner's directives: %w", err)

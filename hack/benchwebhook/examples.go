@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	examplefiles "github.com/mandate-dev/mandate/hack/internal/examples"
 )
@@ -24,12 +26,21 @@ type example struct {
 	denied    bool
 	dimension string // tenancy, priority, quota, topology; "" when admitted
 	// body is the AdmissionReview with uidPlaceholder where each request's
-	// fresh uid goes.
+	// fresh uid goes and namePlaceholder where its fresh object name goes.
 	body []byte
 }
 
 // uidPlaceholder has the length and form of the uids that replace it.
 const uidPlaceholder = "00000000-0000-0000-0000-000000000000"
+
+// namePlaceholder stands for the object's name in an example's body, in
+// the request's name and the object's metadata.name; it is never part of
+// a workload's own text.
+const namePlaceholder = "mandate-bench-name-placeholder"
+
+// requestSeq numbers every request of the run, across systems, so that
+// each carries an object name no earlier request carried.
+var requestSeq atomic.Uint64
 
 // expectedDenied is what a system checking dims (nil: every dimension)
 // answers for e.
@@ -64,18 +75,24 @@ var resources = map[string]string{
 	"StatefulSet": "statefulsets", "JobSet": "jobsets", "MPIJob": "mpijobs", "RayJob": "rayjobs",
 }
 
-// admissionReview is the CREATE request the API server would send for obj.
-// The workload keeps its name on every request: its reservation replaces
-// its own (the quota transaction releases the key it re-decides), so the
-// same example gets the same verdict however often it is sent; only the
-// request's uid is fresh each time.
+// admissionReview is the CREATE request the API server would send for obj,
+// with placeholders for its uid and its object's name: every request gets
+// a fresh uid and a name of its own (the example's name and a sequence
+// number), the same way for every system, so that nothing a system keeps
+// per object (a cache, a quota reservation replaced by its own key)
+// answers a repeated request for it. The verdicts do not depend on it: a
+// reservation of an admitted example only adds to its tenant's usage,
+// which turns a non-preemptible workload preemptible or makes it wait in
+// its queue, never denies it; a denied example is denied on its own.
 func admissionReview(obj *unstructured.Unstructured) ([]byte, error) {
 	gvk := obj.GroupVersionKind()
 	res, ok := resources[gvk.Kind]
 	if !ok {
 		return nil, fmt.Errorf("no API resource known for kind %s", gvk.Kind)
 	}
-	raw, err := json.Marshal(obj.Object)
+	named := obj.DeepCopy()
+	named.SetName(namePlaceholder)
+	raw, err := json.Marshal(named.Object)
 	if err != nil {
 		return nil, fmt.Errorf("unable to encode the object: %w", err)
 	}
@@ -93,7 +110,7 @@ func admissionReview(obj *unstructured.Unstructured) ([]byte, error) {
 			Kind:        kind,
 			Resource:    gvr,
 			RequestKind: &kind, RequestResource: &gvr,
-			Name:      obj.GetName(),
+			Name:      namePlaceholder,
 			Namespace: obj.GetNamespace(),
 			Operation: admissionv1.Create,
 			UserInfo: authenticationv1.UserInfo{Username: "bench-user",
@@ -110,10 +127,23 @@ func admissionReview(obj *unstructured.Unstructured) ([]byte, error) {
 	if bytes.Count(body, []byte(uidPlaceholder)) != 1 {
 		return nil, errors.New("the AdmissionReview does not carry its uid placeholder exactly once")
 	}
+	if bytes.Count(body, []byte(namePlaceholder)) != 2 {
+		return nil, errors.New("the AdmissionReview does not carry its name placeholder exactly twice (request and object)")
+	}
 	return body, nil
 }
 
-// withUID is e's body with uid in place of the placeholder.
-func (e example) withUID(uid string) []byte {
-	return bytes.Replace(e.body, []byte(uidPlaceholder), []byte(uid), 1)
+// request is e's body for one request: uid in place of the uid
+// placeholder and name in place of the name's.
+func (e example) request(uid, name string) []byte {
+	return bytes.ReplaceAll(bytes.Replace(e.body, []byte(uidPlaceholder), []byte(uid), 1), []byte(namePlaceholder), []byte(name))
+}
+
+// next is e's body for the run's next request, with a fresh uid and a
+// name no earlier request carried (the example's name and a fixed-width
+// sequence number, so every system's names have the same lengths), and
+// the uid its answer must echo.
+func (e example) next() (body []byte, uid string) {
+	uid = string(uuid.NewUUID())
+	return e.request(uid, fmt.Sprintf("%s-%010x", e.obj.GetName(), requestSeq.Add(1))), uid
 }

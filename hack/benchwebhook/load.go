@@ -16,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // target is one system under load.
@@ -188,9 +186,9 @@ func drive(ctx context.Context, t target, examples []example, concurrency int, d
 			defer conn.close()
 			for i := w; !stop.Load() && ctx.Err() == nil && (perWorker <= 0 || i < w+perWorker); i++ {
 				e := examples[i%len(examples)]
-				uid := string(uuid.NewUUID())
+				body, uid := e.next()
 				t0 := time.Now()
-				v, err := post(ctx, conn, e.withUID(uid), uid)
+				v, err := post(ctx, conn, body, uid)
 				elapsed := time.Since(t0)
 				switch {
 				case err != nil:

@@ -67,6 +67,10 @@ type config struct {
 	systems      []string
 	readyTimeout time.Duration
 	cpuProfile   string // the load generator's own CPU profile, "" for none
+	// ledgerDrain, when > 0, is how long the shared ledger is read
+	// (every 5 s) after the last cell, with no load: how fast the
+	// reservations of never-stored reviews leave it.
+	ledgerDrain time.Duration
 }
 
 // Systems, in the order the table lists them.
@@ -157,6 +161,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&gkOps, "gatekeeper-operations", gkOps, "Gatekeeper's operations (webhook is required; generate makes the constraint CRDs)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "how long each system may take to be ready (scaled by $MANDATE_TEST_TIMEOUT_SCALE)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (a server's: `mandate serve --pprof-addr`)")
+	drain := envString(getenv, "BENCH_LEDGER_DRAIN", "0s")
+	fs.StringVar(&drain, "ledger-drain", drain, "after the last cell, read the shared ledger every 5s for this long with no load (0: not) [$BENCH_LEDGER_DRAIN]")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -173,6 +179,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("-gatekeeper-operations %q: webhook is required", gkOps)
 	}
 	c.seconds = time.Duration(secs * float64(time.Second))
+	if c.ledgerDrain, err = time.ParseDuration(drain); err != nil || c.ledgerDrain < 0 {
+		return c, fmt.Errorf("ledger drain %q: want a duration ≥ 0", drain)
+	}
 	c.rounds = int(rounds)
 	for _, f := range strings.Split(conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -60,7 +60,7 @@ func peerQuery(t *testing.T) rego.PreparedEvalQuery {
 func peerVerdict(t *testing.T, q rego.PreparedEvalQuery, e example) (allowed bool, message string) {
 	t.Helper()
 	var in map[string]any
-	require.NoError(t, json.Unmarshal(e.withUID("11111111-2222-3333-4444-555555555555"), &in))
+	require.NoError(t, json.Unmarshal(e.request("11111111-2222-3333-4444-555555555555", e.obj.GetName()), &in))
 	rs, err := q.Eval(context.Background(), rego.EvalInput(in))
 	require.NoError(t, err)
 	require.Len(t, rs, 1, "%s: data.system.main undefined", e.file)
@@ -160,7 +160,7 @@ func gatekeeperInput(t *testing.T, e example, namespaces map[string]any, params 
 	var body struct {
 		Request map[string]any `json:"request"`
 	}
-	require.NoError(t, json.Unmarshal(e.withUID("11111111-2222-3333-4444-555555555555"), &body))
+	require.NoError(t, json.Unmarshal(e.request("11111111-2222-3333-4444-555555555555", e.obj.GetName()), &body))
 	if ns, ok := namespaces[e.obj.GetNamespace()]; ok {
 		body.Request["namespaceObject"] = ns
 	}

@@ -107,25 +107,42 @@ func TestParseConfig(t *testing.T) {
 }
 
 // TestExampleBodies: every example becomes a CREATE AdmissionReview of its
-// object with one uid placeholder, and the verdicts expected of a system
-// follow the dimensions it checks.
+// object, each request with a uid and an object name no other request
+// carries (in the request and in the object alike), and the verdicts
+// expected of a system follow the dimensions it checks.
 func TestExampleBodies(t *testing.T) {
 	examples, err := loadExamples(repoExamples + "/workloads")
 	require.NoError(t, err)
+	seen := map[string]bool{}
 	for _, e := range examples {
-		var r struct {
-			Request struct {
-				UID       string          `json:"uid"`
-				Operation string          `json:"operation"`
-				Namespace string          `json:"namespace"`
-				Object    json.RawMessage `json:"object"`
-			} `json:"request"`
+		for range 3 {
+			var r struct {
+				Request struct {
+					UID       string `json:"uid"`
+					Name      string `json:"name"`
+					Operation string `json:"operation"`
+					Namespace string `json:"namespace"`
+					Object    struct {
+						Metadata struct {
+							Name      string `json:"name"`
+							Namespace string `json:"namespace"`
+						} `json:"metadata"`
+					} `json:"object"`
+				} `json:"request"`
+			}
+			body, uid := e.next()
+			require.NoError(t, json.Unmarshal(body, &r), e.file)
+			require.Equal(t, uid, r.Request.UID)
+			require.Equal(t, "CREATE", r.Request.Operation)
+			require.Equal(t, e.obj.GetNamespace(), r.Request.Namespace)
+			require.Equal(t, e.obj.GetNamespace(), r.Request.Object.Metadata.Namespace)
+			require.Equal(t, r.Request.Name, r.Request.Object.Metadata.Name, e.file)
+			require.True(t, strings.HasPrefix(r.Request.Name, e.obj.GetName()+"-"), "%s: %s", e.file, r.Request.Name)
+			require.Len(t, r.Request.Name, len(e.obj.GetName())+11, "a fixed-width sequence number")
+			require.False(t, seen[r.Request.Name], "%s repeated", r.Request.Name)
+			require.False(t, seen[uid], "uid %s repeated", uid)
+			seen[r.Request.Name], seen[uid] = true, true
 		}
-		require.NoError(t, json.Unmarshal(e.withUID("abc"), &r), e.file)
-		require.Equal(t, "abc", r.Request.UID)
-		require.Equal(t, "CREATE", r.Request.Operation)
-		require.Equal(t, e.obj.GetNamespace(), r.Request.Namespace)
-		require.True(t, strings.Contains(string(r.Request.Object), e.obj.GetName()), e.file)
 		if e.denied {
 			require.NotEmpty(t, e.dimension, e.file)
 			require.True(t, e.expectedDenied(nil))

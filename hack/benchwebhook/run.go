@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	examplefiles "github.com/mandate-dev/mandate/hack/internal/examples"
@@ -223,6 +222,10 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 		systems = append(systems, s)
 	}
 
+	// The shared ledger is read after each cell once a system sharing it
+	// runs (they share one API server, so they share its TenantLedgers).
+	shared := slices.Contains(c.systems, sysChart) || slices.Contains(c.systems, sysThree)
+	var readings []ledgerReading
 	var cells []*cell
 	total := c.rounds * len(c.concurrency) * len(systems)
 	for round := 1; round <= c.rounds; round++ {
@@ -242,6 +245,13 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 				cells = append(cells, cl)
 				logf("[%d/%d] round %d c=%d %-20s %6.0f reviews/s p99 %s, %d errors, %d wrong",
 					len(cells), total, round, conc, s.target.name, cl.rate(), ms(cl.percentile(0.99)), cl.errors, cl.wrong)
+				if shared {
+					size, err := envtest.ReadLedger(ctx, env.Client)
+					if err != nil {
+						return err
+					}
+					readings = append(readings, ledgerReading{after: cl, size: size})
+				}
 			}
 		}
 	}
@@ -257,6 +267,25 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	for _, l := range ratios(sums, c.concurrency) {
 		fmt.Fprintln(out, l)
 	}
+	if shared && c.ledgerDrain > 0 {
+		logf("reading the shared ledger for %s with no load", c.ledgerDrain)
+		from := time.Now()
+		for {
+			if err := sleepCtx(ctx, 5*time.Second); err != nil {
+				return err
+			}
+			size, err := envtest.ReadLedger(ctx, env.Client)
+			if err != nil {
+				return err
+			}
+			readings = append(readings, ledgerReading{idle: time.Since(from).Round(time.Second), size: size})
+			if time.Since(from) >= c.ledgerDrain {
+				break
+			}
+		}
+	}
+	fmt.Fprintln(out)
+	printLedger(out, readings)
 	fmt.Fprintf(out, "uptime at end: %s\n", uptime())
 
 	var bad []string
@@ -286,8 +315,8 @@ func checkAll(ctx context.Context, t target, examples []example) error {
 	}
 	defer conn.close()
 	for _, e := range examples {
-		uid := string(uuid.NewUUID())
-		v, err := post(ctx, conn, e.withUID(uid), uid)
+		body, uid := e.next()
+		v, err := post(ctx, conn, body, uid)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.file, err)
 		}
@@ -317,4 +346,16 @@ func uptime() string {
 		return "load average (/proc/loadavg): " + strings.TrimSpace(string(raw))
 	}
 	return "unknown"
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

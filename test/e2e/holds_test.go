@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -194,6 +197,61 @@ func TestRejectedCreateFreesItsHold(t *testing.T) {
 				deadline, tenant, label, err, guarantee)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// TestRejectedCreatesAreReleasedTogether: thirty creates that the API
+// server rejects after Mandate admitted them, made at once and so spread
+// over the two replicas, leave the shared ledger by fewer commits than
+// reservations: each replica releases the unstored reservations of a tree
+// it found in one round by one commit, so a flood of creates that fail
+// after admission is released as fast as it comes.
+func TestRejectedCreatesAreReleasedTogether(t *testing.T) {
+	s := startHolds(t, 10*time.Minute)
+	const tenant, rejected = "hold-phantom", 30
+	var wg sync.WaitGroup
+	errs := make([]error, rejected)
+	for i := range rejected {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pod := holdPod(tenant, fmt.Sprintf("phantom-%d", i), "1", "")
+			pod.Spec.Containers[0].Name = "Bad_Name"
+			errs[i] = s.env.Client.Create(context.Background(), pod)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !apierrors.IsInvalid(err) {
+			t.Fatalf("create %d with container name Bad_Name: error = %v, want Invalid (rejected after Mandate admitted it)", i, err)
+		}
+	}
+	admitted, _, _ := ledgerCounts(t)
+	stored := func() int {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind(cluster.TenantLedgerGVK.Kind + "List"))
+		if err := s.env.Client.List(context.Background(), list); err != nil {
+			t.Fatalf("list the TenantLedgers: %v", err)
+		}
+		n := 0
+		for _, l := range list.Items {
+			text, _, _ := unstructured.NestedString(l.Object, "spec", "reservations")
+			n += strings.Count(text, tenant+"/phantom-")
+		}
+		return n
+	}
+	// Those still in the ledger now (a busy machine may have released some
+	// already): released one commit each they would take as many commits.
+	held := stored()
+	if held < rejected/5 {
+		t.Fatalf("the shared ledger holds %d reservations of the %d admitted creates right after them, want most of them", held, rejected)
+	}
+	envtest.WaitFor(t, 30*time.Second, "the rejected creates' reservations to leave the shared ledger", func() bool { return stored() == 0 })
+	released, _, _ := ledgerCounts(t)
+	commits := int(released - admitted)
+	t.Logf("%d reservations of rejected creates released by %d commits", held, commits)
+	if commits >= held {
+		t.Errorf("%d reservations of rejected creates took %d commits to release, want them released together (fewer commits than reservations)", held, commits)
 	}
 }
 
