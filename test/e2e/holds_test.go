@@ -14,10 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -228,15 +226,13 @@ func TestRejectedCreatesAreReleasedTogether(t *testing.T) {
 	}
 	admitted, _, _ := ledgerCounts(t)
 	stored := func() int {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind(cluster.TenantLedgerGVK.Kind + "List"))
-		if err := s.env.Client.List(context.Background(), list); err != nil {
-			t.Fatalf("list the TenantLedgers: %v", err)
+		ledgers, err := envtest.TenantLedgers(context.Background(), s.env.Client)
+		if err != nil {
+			t.Fatal(err)
 		}
 		n := 0
-		for _, l := range list.Items {
-			text, _, _ := unstructured.NestedString(l.Object, "spec", "reservations")
-			n += strings.Count(text, tenant+"/phantom-")
+		for i := range ledgers {
+			n += strings.Count(envtest.Reservations(&ledgers[i]), tenant+"/phantom-")
 		}
 		return n
 	}

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -27,13 +25,12 @@ func (s *suite) reservedUsage(t *testing.T, tenant string) map[string]map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind(cluster.TenantLedgerGVK.Kind + "List"))
-	if err := s.env.Client.List(context.Background(), list); err != nil {
-		t.Fatalf("list the TenantLedgers: %v", err)
+	ledgers, err := envtest.TenantLedgers(context.Background(), s.env.Client)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range list.Items {
-		if err := st.LoadReservations(&list.Items[i]); err != nil {
+	for i := range ledgers {
+		if err := st.LoadReservations(&ledgers[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,23 +20,39 @@ type LedgerSize struct {
 	Objects, Bytes, Entries int
 }
 
-// ReadLedger lists every TenantLedger of the API server c talks to.
-func ReadLedger(ctx context.Context, c client.Client) (LedgerSize, error) {
+// TenantLedgers are every TenantLedger object (the shared quota ledger)
+// of the API server c talks to.
+func TenantLedgers(ctx context.Context, c client.Reader) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind(cluster.TenantLedgerGVK.Kind + "List"))
 	if err := c.List(ctx, list); err != nil {
-		return LedgerSize{}, fmt.Errorf("unable to list the %s objects: %w", cluster.TenantLedgerGVK.Kind, err)
+		return nil, fmt.Errorf("unable to list the %s objects: %w", cluster.TenantLedgerGVK.Kind, err)
+	}
+	return list.Items, nil
+}
+
+// Reservations is the spec.reservations text of a TenantLedger: a line per
+// reservation or gang claim.
+func Reservations(ledger *unstructured.Unstructured) string {
+	text, _, _ := unstructured.NestedString(ledger.Object, "spec", "reservations")
+	return text
+}
+
+// ReadLedger measures every TenantLedger of the API server c talks to.
+func ReadLedger(ctx context.Context, c client.Client) (LedgerSize, error) {
+	ledgers, err := TenantLedgers(ctx, c)
+	if err != nil {
+		return LedgerSize{}, err
 	}
 	var s LedgerSize
-	for _, l := range list.Items {
+	for _, l := range ledgers {
 		raw, err := json.Marshal(l.Object)
 		if err != nil {
 			return LedgerSize{}, fmt.Errorf("unable to encode %s %s: %w", cluster.TenantLedgerGVK.Kind, l.GetName(), err)
 		}
-		text, _, _ := unstructured.NestedString(l.Object, "spec", "reservations")
 		s.Objects++
 		s.Bytes += len(raw)
-		s.Entries += strings.Count(text, "\n")
+		s.Entries += strings.Count(Reservations(&l), "\n")
 	}
 	return s, nil
 }

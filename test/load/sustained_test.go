@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/test/envtest"
 )
 
 // Knobs of TestSustainedCreatesKeepTheLedgerFlat.
@@ -82,17 +82,15 @@ func TestSustainedCreatesKeepTheLedgerFlat(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind(cluster.TenantLedgerGVK.Kind + "List"))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := h.env.Client.List(ctx, list)
+			ledgers, err := envtest.TenantLedgers(ctx, h.env.Client)
 			cancel()
 			if err != nil {
 				continue
 			}
 			s := ledgerSize{at: time.Since(began)}
-			for _, l := range list.Items {
-				text, _, _ := unstructured.NestedString(l.Object, "spec", "reservations")
+			for i := range ledgers {
+				text := envtest.Reservations(&ledgers[i])
 				s.lines += strings.Count(text, "\n")
 				s.bytes += len(text)
 			}
