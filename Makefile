@@ -46,7 +46,7 @@ image: ## Build the container image (static, non-root, no shell; ARCH=arm64 for 
 		--layout $(BIN)/mandate-image --tarball $(BIN)/mandate-image.tar
 
 .PHONY: envtest-assets
-envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kubectl, helm, promtool, krew and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator, OpenReports and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
+envtest-assets: ## Build the pinned kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl, helm, promtool, krew and Kueue's controller, and copy the CRDs of cert-manager, Kueue, the Prometheus Operator, OpenReports and the governed workload kinds into bin/k8s from the Go module proxy (minutes the first time, then cached).
 	hack/envtest-assets.sh
 
 .PHONY: test

@@ -3,6 +3,9 @@
 #   kube-apiserver           from hack/tools/k8s   (k8s.io/kubernetes)
 #   kube-controller-manager  from hack/tools/k8s   (the same module; tests run
 #                            only its garbage collector, see test/envtest/gc.go)
+#   kube-scheduler           from hack/tools/k8s   (the same module; the
+#                            preemption tests run it, see
+#                            test/envtest/scheduler.go)
 #   kubectl                  from hack/tools/k8s   (the same module; the README's
 #                            kubectl lines run in test/readme)
 #   etcd                     from hack/tools/etcd  (go.etcd.io/etcd/server/v3)
@@ -36,12 +39,12 @@
 #
 # Idempotent: each asset has a stamp file recording what it was built from, and
 # is rebuilt only when missing or when that changes. The first build of
-# kube-apiserver takes minutes (kube-controller-manager shares most of its
-# dependencies, so it is quick after that); later runs are no-ops (and rebuilds
-# after a version bump reuse Go's build cache).
+# kube-apiserver takes minutes (kube-controller-manager and kube-scheduler
+# share most of its dependencies, so they are quick after that); later runs
+# are no-ops (and rebuilds after a version bump reuse Go's build cache).
 #
 # Usage: hack/envtest-assets.sh [--force]
-#          [kube-apiserver|kube-controller-manager|kubectl|etcd|helm|kueue|promtool|krew|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds|openreports-crds ...]
+#          [kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|etcd|helm|kueue|promtool|krew|cert-manager-crds|kueue-crds|workload-crds|prometheus-operator-crds|openreports-crds ...]
 set -euo pipefail
 
 # Not a Go module dependency anywhere, so pinned here. `go mod download`
@@ -73,9 +76,9 @@ assets=()
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=true ;;
-	kube-apiserver | kube-controller-manager | kubectl | etcd | helm | kueue | promtool | krew | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds | openreports-crds) assets+=("$arg") ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | etcd | helm | kueue | promtool | krew | cert-manager-crds | kueue-crds | workload-crds | prometheus-operator-crds | openreports-crds) assets+=("$arg") ;;
 	-h | --help)
-		sed -n '2,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,47p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -85,7 +88,7 @@ for arg in "$@"; do
 	esac
 done
 if [ "${#assets[@]}" -eq 0 ]; then
-	assets=(kube-apiserver kube-controller-manager kubectl etcd helm kueue promtool krew cert-manager-crds kueue-crds workload-crds prometheus-operator-crds openreports-crds)
+	assets=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd helm kueue promtool krew cert-manager-crds kueue-crds workload-crds prometheus-operator-crds openreports-crds)
 fi
 
 log() { echo "envtest-assets: $*" >&2; }
@@ -320,7 +323,7 @@ mkdir -p "$out_dir"
 total_start=$SECONDS
 for asset in "${assets[@]}"; do
 	case "$asset" in
-	kube-apiserver | kube-controller-manager | kubectl) build_kubernetes "$asset" ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) build_kubernetes "$asset" ;;
 	etcd) build_etcd ;;
 	helm) build_helm ;;
 	kueue) build_kueue ;;

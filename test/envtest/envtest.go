@@ -2,7 +2,8 @@
 // controller-runtime's envtest, with the upstream Volcano and KAI scheduler CRDs
 // installed (and, opt-in, Kueue's) so every object Mandate writes is checked against
 // the real schemas, and runs the controllers a test needs beside it
-// (kube-controller-manager's, Kueue's: StartControllers, StartKueue).
+// (kube-controller-manager's, kube-scheduler, Kueue's: StartControllers,
+// StartScheduler, StartKueue).
 // The binaries are the pinned ones built by hack/envtest-assets.sh into bin/k8s
 // (or those in $KUBEBUILDER_ASSETS when set); a test fails, never skips, when
 // they are missing.

@@ -3,6 +3,7 @@ package envtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,9 @@ const (
 	gcReadyLine = "Proceeding to collect garbage"
 
 	defaultControllersStartTimeout = 2 * time.Minute
+	// componentLogTail bounds how much of a component's log a failed
+	// test prints.
+	componentLogTail = 256 << 10
 )
 
 // StartGarbageCollector runs kube-controller-manager's garbage collector (and
@@ -42,38 +46,71 @@ func StartGarbageCollector(t testing.TB, env *Env) {
 // missing. Its log is reported when the test fails.
 func StartControllers(t testing.TB, env *Env, readyLine string, controllers ...string) {
 	t.Helper()
+	startComponent(t, env, component{
+		binary: controllerManager,
+		user:   crenvtest.User{Name: "controller-manager", Groups: []string{"system:masters"}},
+		args: []string{
+			"--controllers=" + strings.Join(controllers, ","),
+			"--leader-elect=false",
+			// No serving endpoint at all: no port to pick, no delegated
+			// authentication or authorization to configure.
+			"--secure-port=0",
+			"--bind-address=127.0.0.1",
+			"--use-service-account-credentials=false",
+		},
+		readyLine:    readyLine,
+		readyTimeout: defaultControllersStartTimeout,
+		what:         fmt.Sprint(controllers),
+	})
+}
+
+// component is a Kubernetes control-plane binary that startComponent runs
+// against an Env.
+type component struct {
+	// binary is the file name in the assets directory.
+	binary string
+	// user is the identity it authenticates as (a client certificate
+	// envtest issues).
+	user crenvtest.User
+	// args are its flags; startComponent adds --kubeconfig.
+	args []string
+	// readyLine, when set, is what it logs once it works; startComponent
+	// waits for it up to Timeout(readyTimeout).
+	readyLine    string
+	readyTimeout time.Duration
+	// what names it in failures.
+	what string
+}
+
+// startComponent runs c against env with a kubeconfig for c.user, stops
+// it in t.Cleanup and reports its log when the test fails. The binary is
+// the pinned one built by hack/envtest-assets.sh next to kube-apiserver;
+// the test fails when it is missing. It returns the process's output.
+func startComponent(t testing.TB, env *Env, c component) *lockedBuffer {
+	t.Helper()
 	// Start set this to the directory holding kube-apiserver.
-	binary := filepath.Join(env.Environment.BinaryAssetsDirectory, controllerManager)
+	binary := filepath.Join(env.Environment.BinaryAssetsDirectory, c.binary)
 	if info, err := os.Stat(binary); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 		t.Fatalf("envtest: %s is not an executable file (%v); %s", binary, err, assetsInstruction)
 	}
 
-	user, err := env.Environment.AddUser(crenvtest.User{Name: "controller-manager", Groups: []string{"system:masters"}}, nil)
+	user, err := env.Environment.AddUser(c.user, nil)
 	if err != nil {
-		t.Fatalf("envtest: unable to add a user for %s: %v", controllerManager, err)
+		t.Fatalf("envtest: unable to add user %s for %s: %v", c.user.Name, c.binary, err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
-		t.Fatalf("envtest: unable to write a kubeconfig for %s: %v", controllerManager, err)
+		t.Fatalf("envtest: unable to write a kubeconfig for %s: %v", c.binary, err)
 	}
 	tmp := t.TempDir()
 	kubeconfigPath := filepath.Join(tmp, "kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatalf("envtest: unable to write %s's kubeconfig: %v", controllerManager, err)
+		t.Fatalf("envtest: unable to write %s's kubeconfig: %v", c.binary, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary,
-		"--controllers="+strings.Join(controllers, ","),
-		"--kubeconfig="+kubeconfigPath,
-		"--leader-elect=false",
-		// No serving endpoint at all: no port to pick, no delegated
-		// authentication or authorization to configure.
-		"--secure-port=0",
-		"--bind-address=127.0.0.1",
-		"--use-service-account-credentials=false",
-	)
-	out := &lockedBuffer{ready: make(chan struct{}), readyLine: readyLine}
+	cmd := exec.CommandContext(ctx, binary, append([]string{"--kubeconfig=" + kubeconfigPath}, c.args...)...)
+	out := &lockedBuffer{ready: make(chan struct{}), readyLine: c.readyLine}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -86,21 +123,22 @@ func StartControllers(t testing.TB, env *Env, readyLine string, controllers ...s
 		cancel()
 		<-exited
 		if t.Failed() {
-			t.Logf("envtest: %s log:\n%s", controllerManager, out.String())
+			t.Logf("envtest: %s log:\n%s", c.binary, tail(out.String(), componentLogTail))
 		}
 	})
 
-	if readyLine == "" {
-		return
+	if c.readyLine == "" {
+		return out
 	}
 	select {
 	case <-out.ready:
 	case err := <-exited:
 		exited <- err // for the cleanup
-		t.Fatalf("envtest: %s exited before %v started: %v\n%s", controllerManager, controllers, err, out.String())
-	case <-time.After(Timeout(defaultControllersStartTimeout)):
-		t.Fatalf("envtest: %v did not start within %s (raise %s on a slow machine)", controllers, Timeout(defaultControllersStartTimeout), TimeoutScaleEnv)
+		t.Fatalf("envtest: %s exited before %s started: %v\n%s", c.binary, c.what, err, out.String())
+	case <-time.After(Timeout(c.readyTimeout)):
+		t.Fatalf("envtest: %s did not start within %s (raise %s on a slow machine)", c.what, Timeout(c.readyTimeout), TimeoutScaleEnv)
 	}
+	return out
 }
 
 // lockedBuffer collects a process's output and closes ready when

@@ -1,5 +1,5 @@
-// Build-only module that pins the kube-apiserver (and kube-controller-manager
-// and kubectl, built from the same k8s.io/kubernetes) used by envtest-based tests.
+// Build-only module that pins the kube-apiserver (and kube-controller-manager,
+// kube-scheduler and kubectl, built from the same k8s.io/kubernetes) used by envtest-based tests.
 //
 // k8s.io/kubernetes is not meant to be consumed as a library: its go.mod
 // replaces every k8s.io/<staging> module with a local directory and requires
@@ -21,6 +21,7 @@ godebug default=go1.26
 tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kubectl
 )
 
