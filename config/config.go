@@ -36,6 +36,12 @@ type Serve struct {
 	Policies string `json:"policies" yaml:"policies" mapstructure:"policies"`
 	// AdminGroups may set, change or remove a namespace's tenant label.
 	AdminGroups []string `json:"adminGroups" yaml:"adminGroups" mapstructure:"adminGroups"`
+	// SchedulerIdentities are the user names of the schedulers (the
+	// default kube-scheduler's) whose pod deletions and evictions the
+	// eviction guard checks: a pod Mandate admitted non-preemptible is
+	// not theirs to evict (package evictguard). Empty turns the guard
+	// off.
+	SchedulerIdentities []string `json:"schedulerIdentities" yaml:"schedulerIdentities" mapstructure:"schedulerIdentities"`
 	// Namespace is Mandate's own namespace, never governed.
 	Namespace string `json:"namespace" yaml:"namespace" mapstructure:"namespace"`
 	// Evaluation bounds policy evaluation.

@@ -46,6 +46,10 @@ const (
 // DefaultAdminGroups may set, change and remove a namespace's tenant.
 var DefaultAdminGroups = []string{"system:masters", "mandate-admins"}
 
+// DefaultSchedulerIdentities are the schedulers the eviction guard
+// checks: kube-scheduler, as its bootstrap RBAC names it.
+var DefaultSchedulerIdentities = []string{"system:kube-scheduler"}
+
 // Default returns the configuration used for every key that is not set:
 // the Default of each of Keys.
 func Default() Serve {

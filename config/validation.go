@@ -80,6 +80,13 @@ func (s Serve) Validate() error {
 			errs = append(errs, fieldErr("adminGroups", "entry %d is empty (group names)", i))
 		}
 	}
+	for i, u := range s.SchedulerIdentities {
+		if strings.TrimSpace(u) == "" {
+			errs = append(errs, fieldErr("schedulerIdentities", "entry %d is empty (user names, e.g. system:kube-scheduler)", i))
+		} else if strings.ContainsAny(u, `'\`) {
+			errs = append(errs, fieldErr("schedulerIdentities", "entry %d %q holds a quote or backslash (user names, written into the webhook's CEL matchConditions)", i, u))
+		}
+	}
 	if s.Namespace != "" {
 		if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
 			errs = append(errs, fieldErr("namespace", "%q is not a namespace name: %s", s.Namespace, strings.Join(msgs, "; ")))

@@ -13,7 +13,7 @@ import (
 )
 
 // Validator is the /validate handler. It guards namespaces' tenant label
-// (see Tenancy) and, through the decision service's Validate, decides as a
+// (see Tenancy) and schedulers' evictions (see Evictions) and, through the decision service's Validate, decides as a
 // backstop governed workloads the mutating webhook did not seal (it did
 // not run, or was skipped) and checks UPDATEs of admitted workloads.
 type Validator struct {
@@ -28,6 +28,9 @@ type Validator struct {
 	// request (the Mutator's Seal); without a valid seal a workload is
 	// decided, whatever directives it carries.
 	Seal *review.Seal
+	// Evictions guards schedulers' evictions (see Evictions); nil allows
+	// them.
+	Evictions *Evictions
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -36,6 +39,12 @@ var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 
 // Handle implements admission.Handler.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if action, ok := evictionAction(req); ok {
+		if v.Evictions == nil {
+			return observe(webhookEvictions, req, time.Now(), admission.Allowed("evictions not guarded"))
+		}
+		return v.Evictions.Handle(ctx, req, action)
+	}
 	start := time.Now()
 	if (schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}) == namespaceGVK {
 		if v.Tenancy == nil {

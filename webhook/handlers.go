@@ -3,10 +3,12 @@ package webhook
 import (
 	"net/http"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mandate-dev/mandate/decisionlog"
 	"github.com/mandate-dev/mandate/review"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // The paths the webhook server serves.
@@ -25,6 +27,12 @@ type HandlerOptions struct {
 	Namespace string
 	// DecisionLog writes a decision log line per decision; nil writes none.
 	DecisionLog *decisionlog.Logger
+	// SchedulerIdentities are the user names of the schedulers whose
+	// evictions of non-preemptible pods are refused (Evictions).
+	SchedulerIdentities []string
+	// Pods reads the pod a pods/eviction request names; nil allows
+	// evictions (DELETEs are still guarded).
+	Pods client.Reader
 }
 
 // Handlers are the admission webhooks, ready to register on a webhook
@@ -46,7 +54,14 @@ func NewHandlers(o HandlerOptions) (Handlers, error) {
 	}
 	m := &Mutator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog, Seal: seal}
 	v := &Validator{Reviewer: o.Reviewer, ExemptNamespaces: exempt(o.Namespace), Decisions: o.DecisionLog,
-		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}, Seal: seal}
+		Tenancy: &Tenancy{AdminGroups: o.AdminGroups}, Seal: seal,
+		Evictions: &Evictions{Identities: o.SchedulerIdentities, Pods: o.Pods, Tenant: func(namespace string) string {
+			if o.Reviewer == nil || o.Reviewer.State == nil {
+				return ""
+			}
+			ns, _ := o.Reviewer.State.LookupNamespace(namespace)
+			return ns.Labels[workload.LabelTenant]
+		}}}
 	return Handlers{Mutator: m, Validator: v,
 		Mutate:   &admission.Webhook{Handler: m, LogConstructor: requestLogger},
 		Validate: &admission.Webhook{Handler: v, LogConstructor: requestLogger}}, nil

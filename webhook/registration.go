@@ -22,6 +22,7 @@ const (
 	MutatingWebhookName   = "mutate.mandate.dev"
 	ValidatingWebhookName = "validate.mandate.dev"
 	NamespaceWebhookName  = "namespaces.mandate.dev"
+	EvictionWebhookName   = "evictions.mandate.dev"
 )
 
 // DefaultTimeoutSeconds bounds one admission call. Admission sits on every
@@ -51,6 +52,11 @@ type RegistrationOptions struct {
 	// It does not apply to the tenant-label guard on namespaces, which
 	// must see a namespace that is about to get the label.
 	NamespaceSelector *metav1.LabelSelector
+	// SchedulerIdentities are the users whose evictions the eviction
+	// guard checks (config schedulerIdentities);
+	// config.DefaultSchedulerIdentities when nil. Empty registers no
+	// guard.
+	SchedulerIdentities []string
 }
 
 // DefaultNamespaceSelector governs the namespaces labelled with a tenant
@@ -157,7 +163,72 @@ func Configurations(o RegistrationOptions) (*admissionregistrationv1.MutatingWeb
 			}},
 		}},
 	}
+	identities := o.SchedulerIdentities
+	if identities == nil {
+		identities = config.DefaultSchedulerIdentities
+	}
+	if len(identities) > 0 {
+		validating.Webhooks = append(validating.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:         EvictionWebhookName,
+			ClientConfig: o.clientConfig(ValidatePath),
+			Rules:        EvictionRules(),
+			// Always Ignore: an unavailable Mandate must never block a
+			// node drain; the scheduler then evicts as without Mandate.
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Exact),
+			NamespaceSelector:       workloadSelector,
+			SideEffects:             sideEffects,
+			TimeoutSeconds:          ptr.To(timeout),
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         EvictionConditions(identities),
+		})
+	}
 	return mutating, validating
+}
+
+// EvictionRules route what a scheduler evicts with to the eviction guard:
+// a pod's DELETE, a pods/eviction CREATE, and the pods/status UPDATE that
+// marks a victim with the DisruptionTarget condition before its DELETE.
+func EvictionRules() []admissionregistrationv1.RuleWithOperations {
+	rule := func(op admissionregistrationv1.OperationType, resource string) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{op},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+				Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		}
+	}
+	return []admissionregistrationv1.RuleWithOperations{
+		rule(admissionregistrationv1.Delete, "pods"),
+		rule(admissionregistrationv1.Create, "pods/eviction"),
+		rule(admissionregistrationv1.Update, "pods/status"),
+	}
+}
+
+// SchedulerCondition is the name of the eviction guard's matchCondition
+// on the requesting user.
+const SchedulerCondition = "scheduler-identity"
+
+// EvictionConditions send the eviction guard only the schedulers'
+// requests (identities, their user names), and of their status updates
+// only one that adds a True DisruptionTarget condition: every other
+// DELETE, eviction and status write never waits on Mandate. The chart
+// renders the first from webhook.schedulerIdentities, the same way.
+func EvictionConditions(identities []string) []admissionregistrationv1.MatchCondition {
+	quoted := make([]string, len(identities))
+	for i, u := range identities {
+		quoted[i] = "'" + u + "'"
+	}
+	disrupted := func(obj string) string {
+		return fmt.Sprintf("(%[1]s != null && has(%[1]s.status) && has(%[1]s.status.conditions) && "+
+			"%[1]s.status.conditions.exists(c, c.type == 'DisruptionTarget' && c.status == 'True'))", obj)
+	}
+	return []admissionregistrationv1.MatchCondition{{
+		Name:       SchedulerCondition,
+		Expression: "request.userInfo.username in [" + strings.Join(quoted, ", ") + "]",
+	}, {
+		Name:       "delete-evict-or-mark-disruption",
+		Expression: "request.subResource != 'status' || (" + disrupted("object") + " && !" + disrupted("oldObject") + ")",
+	}}
 }
 
 // workloadRules route the given operations of every registered workload kind.

@@ -93,6 +93,12 @@ caBundle: {{ $.Values.tls.caBundle }}
 {{/* Everything a workload webhook has besides its name, clientConfig and rules. */}}
 {{- define "mandate.workloadWebhookCommon" -}}
 failurePolicy: {{ .Values.webhook.failurePolicy }}
+{{ include "mandate.workloadWebhookSelection" . }}
+{{- end }}
+
+{{/* What every workload webhook shares but its failurePolicy: the eviction
+guard's is always Ignore. */}}
+{{- define "mandate.workloadWebhookSelection" -}}
 matchPolicy: Exact
 namespaceSelector:
   {{- with .Values.webhook.namespaceSelector.matchLabels }}

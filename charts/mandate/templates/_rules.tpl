@@ -158,6 +158,37 @@ matchConditions:
       request.operation != 'UPDATE' || request.kind.kind != 'Pod' || (has(object.metadata.labels) && object.metadata.labels.exists(k, (k.startsWith('mandate.dev/') || k in ['kai.scheduler/queue', 'priorityClassName', 'kai.scheduler/preemptibility', 'kueue.x-k8s.io/queue-name', 'kueue.x-k8s.io/priority-class']) && (!has(oldObject.metadata.labels) || !(k in oldObject.metadata.labels) || oldObject.metadata.labels[k] != object.metadata.labels[k]))) || (has(oldObject.metadata.labels) && oldObject.metadata.labels.exists(k, (k.startsWith('mandate.dev/') || k in ['kai.scheduler/queue', 'priorityClassName', 'kai.scheduler/preemptibility', 'kueue.x-k8s.io/queue-name', 'kueue.x-k8s.io/priority-class']) && (!has(object.metadata.labels) || !(k in object.metadata.labels)))) || (has(object.metadata.annotations) && object.metadata.annotations.exists(k, (k.startsWith('mandate.dev/') || k in ['scheduling.volcano.sh/queue-name', 'volcano.sh/preemptable', 'scheduling.k8s.io/group-name', 'kai.scheduler/topology', 'kai.scheduler/topology-required-placement', 'kai.scheduler/topology-preferred-placement', 'kai.scheduler/batch-min-member']) && (!has(oldObject.metadata.annotations) || !(k in oldObject.metadata.annotations) || oldObject.metadata.annotations[k] != object.metadata.annotations[k]))) || (has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, (k.startsWith('mandate.dev/') || k in ['scheduling.volcano.sh/queue-name', 'volcano.sh/preemptable', 'scheduling.k8s.io/group-name', 'kai.scheduler/topology', 'kai.scheduler/topology-required-placement', 'kai.scheduler/topology-preferred-placement', 'kai.scheduler/batch-min-member']) && (!has(object.metadata.annotations) || !(k in object.metadata.annotations))))
 {{- end }}
 
+{{/* The eviction guard's rules (a scheduler's pod DELETE, pods/eviction, pods/status). */}}
+{{- define "mandate.evictionRules" -}}
+rules:
+  - operations: ["DELETE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods"]
+    scope: Namespaced
+  - operations: ["CREATE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods/eviction"]
+    scope: Namespaced
+  - operations: ["UPDATE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods/status"]
+    scope: Namespaced
+{{- end }}
+
+{{/* The eviction guard's matchConditions: the schedulers' users (webhook.schedulerIdentities) only. */}}
+{{- define "mandate.evictionConditions" -}}
+matchConditions:
+  - name: scheduler-identity
+    expression: >-
+      request.userInfo.username in [{{ range $i, $u := .Values.webhook.schedulerIdentities }}{{ if $i }}, {{ end }}'{{ $u }}'{{ end }}]
+  - name: delete-evict-or-mark-disruption
+    expression: >-
+      request.subResource != 'status' || ((object != null && has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'DisruptionTarget' && c.status == 'True')) && !(oldObject != null && has(oldObject.status) && has(oldObject.status.conditions) && oldObject.status.conditions.exists(c, c.type == 'DisruptionTarget' && c.status == 'True')))
+{{- end }}
+
 {{/* The ClusterRole rules for the governed kinds. */}}
 {{- define "mandate.workloadRBAC" -}}
 - apiGroups: [""]

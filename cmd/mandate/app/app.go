@@ -173,6 +173,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	s.Service.Claims = s.Manager.GetClient()
 	if s.Handlers, err = webhook.NewHandlers(webhook.HandlerOptions{
 		Reviewer: s.Service, AdminGroups: c.AdminGroups, Namespace: c.Namespace, DecisionLog: decisions,
+		SchedulerIdentities: c.SchedulerIdentities, Pods: s.Manager.GetAPIReader(),
 	}); err != nil {
 		return nil, err
 	}

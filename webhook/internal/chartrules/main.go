@@ -48,6 +48,18 @@ func main() {
 		mutating.Webhooks[0].MatchConditions)
 	writeConditions(&b, "mandate.validatingWorkloadConditions", "The validating webhook's matchConditions: UPDATEs only when they change Mandate's keys.",
 		validating.Webhooks[0].MatchConditions)
+	// The eviction guard's: its user condition from the chart's
+	// webhook.schedulerIdentities, written as EvictionConditions writes it.
+	writeRules(&b, "mandate.evictionRules", "The eviction guard's rules (a scheduler's pod DELETE, pods/eviction, pods/status).", webhook.EvictionRules())
+	evictionConds := webhook.EvictionConditions([]string{"IDENTITIES"})
+	if evictionConds[0].Name != webhook.SchedulerCondition {
+		fmt.Fprintln(os.Stderr, "chart-rules: the eviction guard's first matchCondition is not", webhook.SchedulerCondition)
+		os.Exit(1)
+	}
+	identities := `{{ range $i, $u := .Values.webhook.schedulerIdentities }}{{ if $i }}, {{ end }}'{{ $u }}'{{ end }}`
+	evictionConds[0].Expression = strings.Replace(evictionConds[0].Expression, "'IDENTITIES'", identities, 1)
+	writeConditions(&b, "mandate.evictionConditions", "The eviction guard's matchConditions: the schedulers' users (webhook.schedulerIdentities) only.",
+		evictionConds)
 	// What serve reads of each kind: an uncached read of a pod's gang
 	// owner, and the gang controller's watch and owner references
 	// (blockOwnerDeletion needs update on the finalizers subresource);

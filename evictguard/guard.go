@@ -1,0 +1,86 @@
+// Package evictguard decides whether a scheduler may evict a pod. The
+// default kube-scheduler ranks preemption victims by priority value alone,
+// so a guaranteed pod of one tenant can be chosen to make room for another
+// tenant's pod of a higher tier. Mandate's validating webhook sends it the
+// scheduler's pod DELETEs, pods/eviction CREATEs and the pods/status update
+// that marks a victim (the DisruptionTarget condition), and Decide refuses
+// them for a pod Mandate admitted non-preemptible: work within its
+// tenant's guarantee is never evicted by a scheduler, only borrowed and
+// preemptible work is. Which requests are a scheduler's is the webhook
+// configuration's matchConditions (on request.userInfo.username); this
+// package sees only those.
+package evictguard
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mandate-dev/mandate/scheduler"
+)
+
+// Rule names the rule in refusals, metrics and docs.
+const Rule = "eviction-guard"
+
+// Action is what the scheduler asked for.
+type Action string
+
+// Actions, the values of the metric's action label.
+const (
+	// ActionDelete is a DELETE of the pod (kube-scheduler's preemption).
+	ActionDelete Action = "delete"
+	// ActionEvict is a CREATE of pods/eviction (the Eviction API).
+	ActionEvict Action = "evict"
+	// ActionMark is the pods/status update that adds the DisruptionTarget
+	// condition, which kube-scheduler writes before its DELETE: refused
+	// too, so a protected pod keeps no stale condition.
+	ActionMark Action = "mark"
+)
+
+// Actions lists every Action.
+var Actions = []Action{ActionDelete, ActionEvict, ActionMark}
+
+// Decision is Decide's answer.
+type Decision struct {
+	// Refused: the scheduler may not do it.
+	Refused bool
+	// Message, on a refusal, says why and what a person can do.
+	Message string
+}
+
+// Decide says whether user (a scheduler identity) may do action to pod,
+// as the API server holds it; tenant is its namespace's tenant ("" when
+// unknown). Only Mandate's own recorded directives
+// (scheduler.AnnotationDirectives, which the validating webhook keeps
+// unchanged) say a pod is protected: a pod without them, or whose
+// directives say preemptible, may go. A pod whose directives cannot be
+// read is let go with an error, as an unavailable Mandate lets it go.
+func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, error) {
+	d, admitted, err := scheduler.RecordedDirectives(pod.Annotations)
+	if err != nil {
+		return Decision{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if !admitted || d.Preemptible {
+		return Decision{}, nil
+	}
+	if tenant == "" {
+		tenant = "(unknown)"
+	}
+	return Decision{Refused: true, Message: fmt.Sprintf(
+		"mandate: %s may not %s pod %s/%s of tenant %s (rule %s): Mandate admitted it non-preemptible, "+
+			"within the tenant's guarantee (priority class %q, %s preemptible=false), and a scheduler "+
+			"evicts only borrowed or preemptible work; the pod that wanted its place waits for free GPUs. "+
+			"To free them anyway, the tenant or an admin deletes the pod, or drains the node as an admin",
+		user, verb(action), pod.Namespace, pod.Name, tenant, Rule, d.PriorityClass, scheduler.AnnotationDirectives)}, nil
+}
+
+func verb(a Action) string {
+	switch a {
+	case ActionEvict:
+		return "evict"
+	case ActionMark:
+		return "mark for disruption (DisruptionTarget)"
+	default:
+		return "delete"
+	}
+}
