@@ -31,7 +31,9 @@ import (
 //	           GPU requests and limits, init containers' restartPolicy
 //	           (sidecars), resourceClaims (the names of the DRA claims held)
 //	   status: phase, resourceClaimStatuses (the names of the claims made
-//	           from templates)
+//	           from templates), when a scheduler's preemption marked it
+//	           (the DisruptionTarget condition; the gang-whole controller,
+//	           package gangpreempt)
 //	Node metadata: name, labels (the topology levels, the product, the
 //	           health label: configured by the model, so all are kept)
 //	     spec: unschedulable, taints
@@ -157,6 +159,9 @@ type PodFacts struct {
 	// Claims are the names of the DRA ResourceClaims the pod holds
 	// (topology.PodClaimNames), whose devices count as its GPUs.
 	Claims []string `json:",omitempty"`
+	// PreemptedAt is when a scheduler marked the pod as its preemption's
+	// victim (PreemptedAt); nil when none did.
+	PreemptedAt *metav1.Time `json:",omitempty"`
 }
 
 // ResourceCount is a count of one resource.
@@ -175,12 +180,28 @@ func CompactPod(p *corev1.Pod) *PodFacts {
 		Phase:             p.Status.Phase,
 		Product:           workload.PodProduct(&p.Spec),
 		Claims:            topology.PodClaimNames(p),
+		PreemptedAt:       PreemptedAt(p),
 	}
 	for res, n := range topology.PodGPURequests(p) {
 		f.GPUs = append(f.GPUs, ResourceCount{Resource: res, Count: n})
 	}
 	slices.SortFunc(f.GPUs, func(a, b ResourceCount) int { return strings.Compare(a.Resource, b.Resource) })
 	return f
+}
+
+// PreemptedAt is when a scheduler marked p as a victim of its
+// preemption: the time of a True DisruptionTarget condition with reason
+// PreemptionByScheduler (kube-scheduler writes it before it deletes the
+// pod); nil when there is none.
+func PreemptedAt(p *corev1.Pod) *metav1.Time {
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			t := c.LastTransitionTime
+			return &t
+		}
+	}
+	return nil
 }
 
 // Pod is the pod the decisions see: the facts, with the GPUs as the
@@ -212,6 +233,9 @@ func (f *PodFacts) DeepCopyObject() runtime.Object {
 	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.GPUs = slices.Clone(f.GPUs)
 	out.Claims = slices.Clone(f.Claims)
+	if f.PreemptedAt != nil {
+		out.PreemptedAt = f.PreemptedAt.DeepCopy()
+	}
 	return &out
 }
 

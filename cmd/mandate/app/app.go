@@ -44,6 +44,7 @@ import (
 	"github.com/mandate-dev/mandate/elected"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/gang"
+	"github.com/mandate-dev/mandate/gangpreempt"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/modelcheck"
 	"github.com/mandate-dev/mandate/policies"
@@ -204,6 +205,9 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	}
 	if err := gang.Setup(s.Manager); err != nil {
 		return nil, fmt.Errorf("unable to set up the gang controller: %w", err)
+	}
+	if err := gangpreempt.Setup(ctx, s.Manager); err != nil {
+		return nil, err
 	}
 	if err := s.schedulerSync(ctx, rc, c, scheme); err != nil {
 		return nil, err

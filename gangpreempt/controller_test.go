@@ -1,0 +1,72 @@
+package gangpreempt
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/scheduler"
+)
+
+func gangPod(t *testing.T, name, owner string, gangMin int, node string, created time.Time) *corev1.Pod {
+	t.Helper()
+	marks, err := scheduler.Marks(evaluator.Directives{PriorityClass: "build", Preemptible: true, GangMin: gangMin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gamma", Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(created),
+			Annotations: map[string]string{scheduler.AnnotationDirectives: marks},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner, UID: types.UID(owner),
+				Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: node},
+	}
+}
+
+// TestReconcileDeletesTheRestOfTheGang: of the preempted gang, the bound
+// pods created before the mark go; the gang's replacement made after it,
+// another gang's pods and a tenant's unmarked pod that only names the same
+// owner stay.
+func TestReconcileDeletesTheRestOfTheGang(t *testing.T) {
+	mark := time.Now().Truncate(time.Second)
+	before := mark.Add(-time.Minute)
+	keep := []client.Object{
+		gangPod(t, "replacement", "job-1", 4, "", mark.Add(time.Second)),
+		gangPod(t, "other-gang", "job-2", 4, "node-1", before),
+		gangPod(t, "single", "job-1", 0, "node-1", before),
+	}
+	unmarked := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "gamma", Name: "unmarked", CreationTimestamp: metav1.NewTime(before),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "job-1", UID: "job-1", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "node-1"}}
+	keep = append(keep, unmarked)
+	var gone []client.Object
+	for _, n := range []string{"a", "b", "c", "d"} {
+		gone = append(gone, gangPod(t, n, "job-1", 4, "node-1", before))
+	}
+	c := fake.NewClientBuilder().WithObjects(append(append([]client.Object{}, keep...), gone...)...).Build()
+	r := &Reconciler{Reader: c, Writer: c}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range gone {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s of the preempted gang was not deleted: %v", o.GetName(), err)
+		}
+	}
+	for _, o := range keep {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
+			t.Errorf("%s was deleted: %v", o.GetName(), err)
+		}
+	}
+}
