@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mandate-dev/mandate/evictguard")
+	"github.com/mandate-dev/mandate/evictguard"
+)
 
 // webhookEvictions labels the eviction guard's admissions in the metrics.
 const webhookEvictions = "evictions"
