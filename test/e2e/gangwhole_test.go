@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/topology/topologytest"
+)
+
+// TestGangEvictedWhole, on the real kube-scheduler and
+// kube-controller-manager's Job controller: gamma holds its guarantee with
+// four guaranteed inference pods on one NVLink clique, and runs a 4-pod
+// build gang (a Job of 4 × 8 GPUs, borrowed: over its guarantee) on the
+// other. Alpha's guaranteed inference pod has room only where the gang
+// runs; kube-scheduler preempts one gang pod, and Mandate's gang-whole
+// controller deletes the other three at once: the gang is evicted whole,
+// not pod by pod, alpha's pod is bound, gamma's guaranteed pods are
+// untouched.
+func TestGangEvictedWhole(t *testing.T) {
+	s, _ := startPreemption(t)
+	envtest.StartControllers(t, s.env, "", "job-controller")
+	ctx := context.Background()
+
+	clique := map[string]string{topologytest.LabelClique: "b1-c0"}
+	var guaranteed []*corev1.Pod
+	for i := range 4 {
+		guaranteed = append(guaranteed, gpuPod(tenantGamma, fmt.Sprintf("gamma-serve-%d", i), "inference", 8, clique))
+	}
+	guaranteed = s.waitBound(t, s.createPods(t, guaranteed...))
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantGamma, Name: "gamma-gang"},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(4)), Completions: ptr.To(int32(4)),
+			Template: corev1.PodTemplateSpec{Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec}},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := s.env.Client.Create(ctx, job); err != nil {
+		t.Fatalf("create Job %s: %v", job.Name, err)
+	}
+	var gang []*corev1.Pod
+	envtest.WaitFor(t, 2*time.Minute, "the Job controller to create the gang's 4 pods and kube-scheduler to bind them", func() bool {
+		gang = s.jobPods(t, job)
+		return len(gang) == 4 && !slices.ContainsFunc(gang, func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
+	})
+	for _, p := range gang {
+		if preemptible, gangMin := recorded(t, p); !preemptible || gangMin != 4 {
+			t.Fatalf("gang pod %s admitted preemptible=%v gangMin=%d: want a borrowed gang of 4", p.Name, preemptible, gangMin)
+		}
+	}
+
+	preemptor := s.createPods(t, gpuPod(tenantAlpha, "alpha-inference", "inference", 8, nil))[0]
+	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(preemptor), preemptor); err != nil {
+		t.Fatal(err)
+	}
+	if preemptible, _ := recorded(t, preemptor); preemptible {
+		t.Fatalf("%s admitted preemptible: within alpha's guarantee, it must not be", preemptor.Name)
+	}
+	envtest.WaitFor(t, 2*time.Minute, "alpha's inference pod to be bound in the gang's place", func() bool {
+		if _, err := envtest.RemoveTerminatingPods(ctx, s.env.Client, tenantGamma); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.Pod{}
+		return s.env.Client.Get(ctx, client.ObjectKeyFromObject(preemptor), got) == nil && got.Spec.NodeName != ""
+	})
+	// Whole: every pod of the gang went, not only the victim.
+	envtest.WaitFor(t, time.Minute, "every pod of the preempted gang to be deleted", func() bool {
+		if _, err := envtest.RemoveTerminatingPods(ctx, s.env.Client, tenantGamma); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range gang {
+			if what, _ := s.disruption(ctx, p); what == "" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range guaranteed {
+		if what, err := s.disruption(ctx, p); err != nil || what != "" {
+			t.Errorf("gamma's guaranteed pod was disrupted: %s %v", what, err)
+		}
+	}
+}
+
+// jobPods are the pods of job that are not being deleted.
+func (s *suite) jobPods(t *testing.T, job *batchv1.Job) []*corev1.Pod {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := s.env.Client.List(context.Background(), list, client.InNamespace(job.Namespace)); err != nil {
+		t.Fatalf("list pods of %s: %v", job.Namespace, err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
