@@ -21,8 +21,9 @@ import (
 // kube-controller-manager's Job controller: gamma holds its guarantee with
 // four guaranteed inference pods on one NVLink clique, and runs a 4-pod
 // build gang (a Job of 4 × 8 GPUs, borrowed: over its guarantee) on the
-// other. Alpha's guaranteed inference pod has room only where the gang
-// runs; kube-scheduler preempts one gang pod, and Mandate's gang-whole
+// other. Alpha's guaranteed build pod, of the gang's own tier, has room
+// only where the gang runs; kube-scheduler preempts one gang pod (its
+// borrowed class is below every guaranteed tier), and Mandate's gang-whole
 // controller deletes the other three at once: the gang is evicted whole,
 // not pod by pod, alpha's pod is bound, gamma's guaranteed pods are
 // untouched.
@@ -58,14 +59,16 @@ func TestGangEvictedWhole(t *testing.T) {
 		}
 	}
 
-	preemptor := s.createPods(t, gpuPod(tenantAlpha, "alpha-inference", "inference", 8, nil))[0]
+	// Of the same tier as the gang: the gang is borrowed, so its class is
+	// build-borrowed, below every guaranteed tier.
+	preemptor := s.createPods(t, gpuPod(tenantAlpha, "alpha-build", "build", 8, nil))[0]
 	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(preemptor), preemptor); err != nil {
 		t.Fatal(err)
 	}
 	if preemptible, _ := recorded(t, preemptor); preemptible {
 		t.Fatalf("%s admitted preemptible: within alpha's guarantee, it must not be", preemptor.Name)
 	}
-	envtest.WaitFor(t, 2*time.Minute, "alpha's inference pod to be bound in the gang's place", func() bool {
+	envtest.WaitFor(t, 2*time.Minute, "alpha's build pod to be bound in the gang's place", func() bool {
 		if _, err := envtest.RemoveTerminatingPods(ctx, s.env.Client, tenantGamma); err != nil {
 			t.Fatal(err)
 		}
