@@ -305,7 +305,9 @@ func TestTemplateNonDefault(t *testing.T) {
 	for _, w := range v.Webhooks {
 		hooks = append(hooks, hook{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig})
 	}
-	require.Len(t, hooks, 3)
+	// mutate, validate, namespaces and the eviction guard (whose
+	// failurePolicy is Ignore whatever the values say).
+	require.Len(t, hooks, 4)
 	for _, h := range hooks {
 		require.NotNil(t, h.fp, h.name)
 		require.NotNil(t, h.timeout, h.name)
@@ -458,9 +460,14 @@ func TestApply(t *testing.T) {
 	// webhooks' policy (no defaulting surprise).
 	stored := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: fullname}, stored))
-	require.Len(t, stored.Webhooks, 2)
+	require.Len(t, stored.Webhooks, 3)
 	for _, w := range stored.Webhooks {
-		assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy, w.Name)
+		want := admissionregistrationv1.Fail
+		if w.Name == webhook.EvictionWebhookName {
+			// An unavailable Mandate never blocks a drain.
+			want = admissionregistrationv1.Ignore
+		}
+		assert.Equal(t, want, *w.FailurePolicy, w.Name)
 		assert.Equal(t, webhook.DefaultTimeoutSeconds, *w.TimeoutSeconds, w.Name)
 	}
 }
@@ -554,6 +561,13 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 				// authority metrics' reserved GPUs; never deleted.
 				assert.Equal(t, []string{"mandate.dev"}, r.APIGroups)
 				assert.ElementsMatch(t, []string{"get", "list", "create", "update"}, r.Verbs)
+			case res == "pods" && slices.Contains(r.Verbs, "delete"):
+				// The gang-whole controller (package gangpreempt)
+				// deletes the rest of a gang a scheduler preempted part
+				// of; in a rule of its own, nothing else.
+				assert.Equal(t, []string{""}, r.APIGroups)
+				assert.Equal(t, []string{"pods"}, r.Resources)
+				assert.Equal(t, []string{"delete"}, r.Verbs, "only delete on pods")
 			case res == "tokenreviews" || res == "subjectaccessreviews":
 				// --metrics-auth delegates authentication and
 				// authorisation of scrapers to the API server.
