@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/webhook"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -24,6 +25,9 @@ type webhookConfigOptions struct {
 	output                                           string
 	// namespaceSelector is a label selector; nil for the default.
 	namespaceSelector *string
+	// schedulerIdentities are the eviction guard's users (serve's
+	// schedulerIdentities); empty registers no guard.
+	schedulerIdentities []string
 }
 
 func newWebhookConfigurationsCommand() *cobra.Command {
@@ -52,6 +56,8 @@ cluster); the chart registers its own. -o json prints them as one v1 List
 	f.StringVar(&o.namespace, "namespace", "", "serve's own namespace, never governed")
 	f.StringVar(&o.failurePolicy, "failure-policy", string(admissionregistrationv1.Fail), "Fail or Ignore")
 	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", webhook.DefaultTimeoutSeconds, "timeoutSeconds of every webhook, 1-30")
+	f.StringSliceVar(&o.schedulerIdentities, "scheduler-identities", config.DefaultSchedulerIdentities,
+		"users whose evictions of non-preemptible work the eviction guard refuses (serve's --scheduler-identities, the same list); \"\" registers no guard")
 	addOutputFlag(cmd, &o.output, outputYAML, outputJSON, outputTable)
 	selector := f.String("namespace-selector", workload.LabelTenant,
 		`label selector of the governed namespaces (kubectl's syntax); the default governs only namespaces labelled with a tenant, "" every namespace`)
@@ -92,7 +98,16 @@ func runWebhookConfigurations(out io.Writer, o webhookConfigOptions) error {
 
 // registration checks the flags and turns them into the registration.
 func (o webhookConfigOptions) registration() (webhook.RegistrationOptions, error) {
-	ro := webhook.RegistrationOptions{Namespace: o.namespace, TimeoutSeconds: o.timeoutSeconds}
+	ro := webhook.RegistrationOptions{Namespace: o.namespace, TimeoutSeconds: o.timeoutSeconds,
+		SchedulerIdentities: slices.DeleteFunc(slices.Clone(o.schedulerIdentities), func(u string) bool { return u == "" })}
+	if ro.SchedulerIdentities == nil {
+		ro.SchedulerIdentities = []string{} // none: no guard, not the default
+	}
+	for _, u := range ro.SchedulerIdentities {
+		if strings.ContainsAny(u, `'\`) {
+			return ro, fmt.Errorf("--scheduler-identities %q: a user name without quotes or backslashes (it is written into a CEL matchCondition)", u)
+		}
+	}
 	switch {
 	case (o.url == "") == (o.service == ""):
 		return ro, fmt.Errorf("give exactly one of --url and --service")
