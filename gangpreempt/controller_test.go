@@ -9,11 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/scheduler"
 )
@@ -68,5 +70,49 @@ func TestReconcileDeletesTheRestOfTheGang(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
 			t.Errorf("%s was deleted: %v", o.GetName(), err)
 		}
+	}
+}
+
+// TestEnqueueOnTheMark: only the update that marks a gang pod asks for its
+// gang (keyed by the owner and the mark's second); a pod marked already, a
+// pod of no gang and an unmarked pod ask for nothing.
+func TestEnqueueOnTheMark(t *testing.T) {
+	mark := time.Now().Truncate(time.Second)
+	facts := func(p *corev1.Pod, marked bool) *cluster.PodFacts {
+		if marked {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: corev1.PodReasonPreemptionByScheduler, LastTransitionTime: metav1.NewTime(mark)}}
+		}
+		return cluster.CompactPod(p)
+	}
+	member := func() *corev1.Pod { return gangPod(t, "a", "job-1", 4, "node-1", mark.Add(-time.Minute)) }
+	single := func() *corev1.Pod { return gangPod(t, "s", "job-1", 0, "node-1", mark.Add(-time.Minute)) }
+	for _, tc := range []struct {
+		name     string
+		old, cur client.Object
+		want     []reconcile.Request
+	}{
+		{"marked now", facts(member(), false), facts(member(), true),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}}},
+		{"seen marked at start", nil, facts(member(), true),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}}},
+		{"marked before", facts(member(), true), facts(member(), true), nil},
+		{"not marked", facts(member(), false), facts(member(), false), nil},
+		{"no gang", facts(single(), false), facts(single(), true), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			enqueue(q, tc.old, tc.cur)
+			var got []reconcile.Request
+			for q.Len() > 0 {
+				r, _ := q.Get()
+				got = append(got, r)
+				q.Done(r)
+			}
+			if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+				t.Fatalf("enqueued %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
