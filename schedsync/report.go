@@ -58,7 +58,7 @@ func WriteDiff(w io.Writer, p Plan) error {
 		if _, err := fmt.Fprintf(w, "%s %s %s (%s)\n", mark, qualifiedKind(c), name, c.Action); err != nil {
 			return err
 		}
-		if c.Action == Create {
+		if c.Action == Create || (c.Action == Foreign && c.desired.Vet != nil) {
 			desc, err := json.Marshal(c.desired.Object)
 			if err == nil {
 				fmt.Fprintf(w, "    %s\n", desc)

@@ -142,6 +142,11 @@ type Object struct {
 	// Status is applied through the status subresource (a Volcano Queue's
 	// state); nil for none.
 	Status map[string]any
+	// Vet, when set, says how a live object of this name breaks the
+	// promise (none: it keeps it), whatever its text: a foreign one that
+	// keeps it is no drift, and the reasons are reported with the change
+	// (a scheduler's configuration file, such as Volcano's).
+	Vet func(live *unstructured.Unstructured) []string
 }
 
 // newObject starts an object of kind k labelled as Mandate's.
