@@ -79,7 +79,7 @@ func (s *sim) initialJob(p *corev1.Pod) *job {
 	}
 	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: alloc.MilliPerGPU}
 	j.gpus = float64(gpus)
-	j.class = p.Spec.PriorityClassName
+	j.class, j.tier = p.Spec.PriorityClassName, p.Spec.PriorityClassName
 	tier := s.m.Priorities[j.class]
 	j.value, j.preempt, j.minPods = tier.Value, tier.Preemptible, 1
 	if j.Duration == 0 {
