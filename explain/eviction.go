@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/scheduler/facts"
 )
@@ -73,9 +72,10 @@ func evictionOf(obj *unstructured.Unstructured, decided *evaluator.Directives, e
 		d = *decided
 	}
 	m := h.model
-	tier := tierOf(d)
+	tier := d.TierName()
+	value, _ := m.ClassValue(d.PriorityClass)
 	ev := &Eviction{Recorded: recorded, Tenant: e.Workload.Tenant, Tier: tier, Class: d.PriorityClass,
-		Value: classValue(m, d.PriorityClass), Scheduler: d.Scheduler, GangMin: d.GangMin}
+		Value: value, Scheduler: d.Scheduler, GangMin: d.GangMin}
 	ev.Resource = e.Shape.Resource
 	if ev.Resource == "" {
 		ev.Resource = defaultGPUResource
@@ -144,9 +144,3 @@ func whole(gangMin int) string {
 	}
 	return ""
 }
-
-// tierOf is the tier the directives' class belongs to.
-func tierOf(d evaluator.Directives) string { return d.PriorityClass }
-
-// classValue is a class's priority value.
-func classValue(m model.Model, class string) int { return m.Priorities[class].Value }

@@ -51,12 +51,12 @@ func TestEvictionNamesTheRule(t *testing.T) {
 			NotEvictableGuaranteed, `not evictable: non-preemptible build work within tenant platform's guarantee (8 of 8 nvidia.com/gpu); KAI never evicts it: its label kai.scheduler/preemptibility is "non-preemptible"`, false},
 		{"guaranteed on Kueue: the nominal quota", evaluator.Directives{Scheduler: "kueue", PriorityClass: "build"},
 			NotEvictableGuaranteed, "not evictable: non-preemptible build work within tenant platform's guarantee (8 of 8 nvidia.com/gpu); Kueue never reclaims it: it runs within its queue's nominal quota, the guarantee", false},
-		{"borrowed", evaluator.Directives{Scheduler: "default", PriorityClass: "build", Preemptible: true},
-			EvictableBorrowed, "evictable before any guaranteed work: borrowed beyond tenant platform's guarantee of 8 nvidia.com/gpu (class build, value 100)", true},
-		{"a borrowed gang on KAI goes whole", evaluator.Directives{Scheduler: "kai", PriorityClass: "build", Preemptible: true, GangMin: 4},
-			EvictableBorrowed, "evictable before any guaranteed work: borrowed beyond tenant platform's guarantee of 8 nvidia.com/gpu (class build, value 100); its gang of 4 goes whole", true},
-		{"a borrowed gang on Volcano is never broken", evaluator.Directives{Scheduler: "volcano", PriorityClass: "build", Preemptible: true, GangMin: 4},
-			NotEvictableGang, "not evictable while it runs at its gang minimum of 4: Volcano never breaks a gang (its gang plugin vetoes every victim below the minimum), though its build work is preemptible (class build, value 100)", false},
+		{"borrowed", evaluator.Directives{Scheduler: "default", PriorityClass: "inference-borrowed", Tier: "inference", Preemptible: true},
+			EvictableBorrowed, "evictable before any guaranteed work: borrowed beyond tenant platform's guarantee of 8 nvidia.com/gpu (class inference-borrowed, value 99)", true},
+		{"a borrowed gang on KAI goes whole", evaluator.Directives{Scheduler: "kai", PriorityClass: "build-borrowed", Tier: "build", Preemptible: true, GangMin: 4},
+			EvictableBorrowed, "evictable before any guaranteed work: borrowed beyond tenant platform's guarantee of 8 nvidia.com/gpu (class build-borrowed, value 98); its gang of 4 goes whole", true},
+		{"a borrowed gang on Volcano is never broken", evaluator.Directives{Scheduler: "volcano", PriorityClass: "build-borrowed", Tier: "build", Preemptible: true, GangMin: 4},
+			NotEvictableGang, "not evictable while it runs at its gang minimum of 4: Volcano never breaks a gang (its gang plugin vetoes every victim below the minimum), though its build work is preemptible (class build-borrowed, value 98)", false},
 		{"a preemptible tier", evaluator.Directives{Scheduler: "kai", PriorityClass: "train", Preemptible: true},
 			EvictablePreemptibleTier, "evictable first: preemptible tier train (class train, value 50), below the borrowed band and every guaranteed tier", true},
 	} {
@@ -82,7 +82,7 @@ func TestEvictionNamesTheRule(t *testing.T) {
 		assert.Nil(t, evictionOf(&unstructured.Unstructured{Object: map[string]any{}}, nil, e, h))
 	})
 	t.Run("the recorded directives win over those decided now", func(t *testing.T) {
-		got := evictionOf(recorded(evaluator.Directives{Scheduler: "default", PriorityClass: "build", Preemptible: true}),
+		got := evictionOf(recorded(evaluator.Directives{Scheduler: "default", PriorityClass: "build-borrowed", Tier: "build", Preemptible: true}),
 			&evaluator.Directives{Scheduler: "default", PriorityClass: "build"}, e, h)
 		assert.Equal(t, EvictableBorrowed, got.Code)
 	})

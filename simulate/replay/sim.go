@@ -447,8 +447,8 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 	if j.req.Fractional() {
 		j.gpus = float64(j.GPUMilli) / alloc.MilliPerGPU
 	}
-	j.class, j.tier, j.scheduler = d.Directives.PriorityClass, d.Directives.PriorityClass, d.Directives.Scheduler
-	j.value = s.m.Priorities[j.class].Value
+	j.class, j.tier, j.scheduler = d.Directives.PriorityClass, d.Directives.TierName(), d.Directives.Scheduler
+	j.value, _ = s.m.ClassValue(j.class)
 	j.preempt = d.Directives.Preemptible
 	j.minPods = j.Pods
 	if d.Directives.GangMin > 0 && d.Directives.GangMin < j.Pods {
