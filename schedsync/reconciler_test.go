@@ -46,14 +46,14 @@ func TestReconcilerReportThenApply(t *testing.T) {
 	require.NoError(t, r.RunOnce(ctx))
 	assert.Equal(t, 0, queues(), "report mode writes nothing")
 	assert.Equal(t, float64(6), gauge("Queue.scheduling.volcano.sh"), "the six tenants' queues are missing")
-	assert.Equal(t, float64(4), gauge("PriorityClass.scheduling.k8s.io"), "and the four tiers' classes")
+	assert.Equal(t, float64(6), gauge("PriorityClass.scheduling.k8s.io"), "and the classes: four tiers', two borrowed")
 	assert.Equal(t, float64(1), gauge("ConfigMap"), "and Volcano's scheduler configuration")
 
 	r.ReportOnly = false
 	require.NoError(t, r.RunOnce(ctx))
 	assert.Equal(t, 6, queues())
 	assert.Equal(t, float64(0), gauge("Queue.scheduling.volcano.sh"))
-	assert.Equal(t, float64(11), testutil.ToFloat64(applies.WithLabelValues(string(Create)))-creates, "6 queues, 4 classes and Volcano's scheduler ConfigMap created")
+	assert.Equal(t, float64(13), testutil.ToFloat64(applies.WithLabelValues(string(Create)))-creates, "6 queues, 6 classes and Volcano's scheduler ConfigMap created")
 	assert.Equal(t, float64(0), gauge("ConfigMap"))
 
 	r.ReportOnly = true
