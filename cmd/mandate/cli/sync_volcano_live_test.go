@@ -73,6 +73,12 @@ func TestSyncVolcanoConfigLive(t *testing.T) {
 		assert.Regexp(t, `foreign +ConfigMap +volcano-system +volcano-scheduler-configmap +.*not labelled as Mandate's`, out)
 		assert.Contains(t, out, "never reclaims")
 		assert.Contains(t, out, "evicts gangs pod by pod")
+		// --diff shows what to set where it is installed from.
+		code, out, _ = sync("--diff")
+		require.Equal(t, 0, code, out)
+		assert.Contains(t, out, "! ConfigMap volcano-system/volcano-scheduler-configmap (foreign)")
+		assert.Contains(t, out, "# the model wants data.volcano-scheduler.conf:\n    #   # Rendered by mandate sync")
+		assert.Contains(t, out, `    #   actions: "enqueue, allocate, preempt, reclaim, backfill"`)
 
 		code, out, errText := sync()
 		require.Equal(t, 0, code, errText)
