@@ -153,6 +153,13 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 	case meta.IsNoMatchError(err):
 		return c, fmt.Errorf("unable to read %s %s: the API server does not serve it (are the scheduler's CRDs installed?): %w",
 			d.GetKind(), d.GetName(), err)
+	case apierrors.IsForbidden(err) && d.Vet != nil:
+		// A scheduler's configuration in its own namespace, where sync may
+		// not be granted (the chart grants it where that namespace exists
+		// at install): reported, and the rest is synced.
+		c.Action = Foreign
+		c.Detail = fmt.Sprintf("unable to read it, so it is left alone (grant get, create and patch of it, or leave its scheduler out): %v", err)
+		return c, nil
 	case err != nil:
 		return c, fmt.Errorf("unable to read %s %s: %w", d.GetKind(), d.GetName(), err)
 	}
