@@ -7,133 +7,291 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/mandate-dev/mandate/internal/chart"
 )
 
-// WriteHTML writes the outcome as one self-contained page: the tables,
-// and inline SVG plots of allocation over time by tenant, the wait
-// distribution per tenant and the denials by rule, per revision.
+// WriteHTML writes the outcome as one self-contained page (inline CSS,
+// SVG and a small sorting script; nothing fetched): allocation over
+// simulated time by tenant, waits (p50, p95, max) per tenant and denials
+// by rule, the baseline and the candidate on the same scales; the tables,
+// with the cells a held --fail-if reads marked.
 func WriteHTML(w io.Writer, o *Outcome) error {
-	type section struct {
-		Name    string
-		R       *Report
-		Alloc   template.HTML
-		Waits   template.HTML
-		Denials template.HTML
-		Table   string
-	}
-	var secs []section
-	for _, x := range []struct {
-		name string
-		r    *Report
-	}{{"Baseline", o.Baseline}, {"Candidate", o.Candidate}} {
-		if x.r == nil {
-			continue
+	revs := revisions(o)
+	v := pageView{FailIf: o.FailIf, CSS: chart.CSS, Script: chart.SortScript, Pair: len(revs) == 2}
+	for _, r := range revs {
+		held := o.Held
+		if o.Candidate != nil {
+			held = nil // the changes table marks them
 		}
-		var tb strings.Builder
-		writeReport(&tb, x.name, x.r)
-		secs = append(secs, section{Name: x.name, R: x.r, Alloc: allocSVG(x.r), Waits: waitSVG(x.r), Denials: denialSVG(x.r), Table: tb.String()})
+		v.Revisions = append(v.Revisions, revisionView{Name: r.name, R: r.r, Ended: duration(r.r.End),
+			Table: tenantTable("tenants-"+strings.ToLower(r.name), r.r, held)})
+		v.Alloc = append(v.Alloc, allocChart(r, revs))
 	}
-	var full strings.Builder
-	if err := WriteTable(&full, o); err != nil {
-		return err
+	v.Waits = waitChart(revs)
+	v.Denials = denialChart(revs)
+	if o.Candidate != nil {
+		ch := changeTable(o)
+		v.Changes = &ch
 	}
-	return page.Execute(w, map[string]any{"Sections": secs, "Full": full.String(), "FailIf": o.FailIf})
+	v.Cluster = clusterTable(o, o.Held)
+	if err := page.Execute(w, v); err != nil {
+		return fmt.Errorf("unable to write the HTML page: %w", err)
+	}
+	return nil
+}
+
+type pageView struct {
+	FailIf    []string
+	CSS       template.CSS
+	Script    template.JS
+	Pair      bool
+	Revisions []revisionView
+	Alloc     []template.HTML
+	Waits     template.HTML
+	Denials   template.HTML
+	Changes   *tableView
+	Cluster   tableView
+}
+
+type revisionView struct {
+	Name  string
+	R     *Report
+	Ended string
+	Table tableView
+}
+
+type revision struct {
+	name string
+	r    *Report
+}
+
+func revisions(o *Outcome) []revision {
+	revs := []revision{{"Baseline", o.Baseline}}
+	if o.Candidate != nil {
+		revs = append(revs, revision{"Candidate", o.Candidate})
+	}
+	return revs
 }
 
 var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>mandate simulate</title>
-<style>body{font-family:sans-serif;margin:2em}pre{background:#f6f6f6;padding:1em;overflow:auto}svg{border:1px solid #ddd;margin:.5em 0}h2{margin-top:2em}.fail{color:#b00}</style>
-</head><body>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2430;background:#fff}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:26px 0 6px} h3{font-size:14px;margin:14px 0 4px}
+.meta{color:#556;font-size:13px;margin:2px 0}
+.fail{font-size:15px;font-weight:600;padding:8px 12px;border-left:5px solid #c0392b;background:#fbeeee;color:#8a1c12;margin:10px 0}
+.note{color:#556;font-size:12px;margin:2px 0 8px}
+{{.CSS}}
+</style></head><body>
 <h1>mandate simulate</h1>
-{{range .FailIf}}<p class="fail" data-fail-if>fail-if held: {{.}}</p>{{end}}
-{{range .Sections}}<section id="{{.Name}}"><h2>{{.Name}}: revision {{.R.Revision}}</h2>
-<h3>Allocation over time by tenant (GPUs)</h3>{{.Alloc}}
-<h3>Wait per tenant (p50, p95, max)</h3>{{.Waits}}
-<h3>Denials by rule</h3>{{.Denials}}
-</section>{{end}}
-<h2>Tables</h2><pre>{{.Full}}</pre>
+{{range .Revisions}}<p class="meta">{{.Name}}: revision <b>{{.R.Revision}}</b>, placement {{.R.Placement}}, {{.R.Jobs}} jobs, {{printf "%.0f" .R.Cluster.GPUs}} GPUs, simulated {{.Ended}}</p>
+{{end}}{{range .FailIf}}<p class="fail" data-fail-if>fail-if held: {{.}}</p>
+{{end}}
+<h2>Allocation over simulated time by tenant</h2>
+<div class="{{if .Pair}}pair{{else}}single{{end}}">{{range .Alloc}}{{.}}{{end}}</div>
+<h2>Wait from submit to start per tenant: p50, p95 and max</h2>
+<p class="note">Over the jobs that started; p50 and p95 are nearest-rank percentiles.</p>
+{{.Waits}}
+<h2>Denied requests by rule</h2>
+{{.Denials}}
+{{with .Changes}}<h2>Changes (candidate − baseline)</h2>
+<p class="note">Marked: what a held --fail-if compared.</p>
+{{template "table" .}}{{end}}
+{{range .Revisions}}<h2>{{.Name}}: tenants</h2>
+{{template "table" .Table}}{{end}}
+<h2>Cluster</h2>
+{{template "table" .Cluster}}
+<script>{{.Script}}</script>
 </body></html>
-`))
+{{define "table"}}<table class="data sortable" id="{{.ID}}"><thead><tr>{{range .Head}}<th{{if .Num}} class="n"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}{{template "row" .}}{{end}}</tbody>{{if .Foot}}<tfoot>{{range .Foot}}{{template "row" .}}{{end}}</tfoot>{{end}}</table>{{end}}
+{{define "row"}}<tr{{if .Fire}} class="fire"{{end}}>{{range .Cells}}<td class="{{if .Num}}n{{end}}{{if .Codes}}codes{{end}}{{if .Fire}} fire{{end}}"{{if .V}} data-v="{{.V}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}`))
 
-var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+// The charts' widths: one chart across the page, or two side by side.
+const (
+	fullWidth = 920.0
+	halfWidth = 450.0
+)
 
-// allocSVG stacks each tenant's allocated GPUs over the samples.
-func allocSVG(r *Report) template.HTML {
-	const wd, ht = 720.0, 240.0
-	var tenants []string
-	for _, t := range r.Tenants {
-		tenants = append(tenants, t.Tenant)
+var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#e15759", "#9c755f", "#ff9da7", "#bab0ac"}
+
+// tenantNames are the tenants of every revision, sorted: one colour each
+// on both charts.
+func tenantNames(revs []revision) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range revs {
+		for _, t := range r.r.Tenants {
+			if !seen[t.Tenant] {
+				seen[t.Tenant] = true
+				names = append(names, t.Tenant)
+			}
+		}
 	}
-	sort.Strings(tenants)
-	end := math.Max(r.End, 1)
-	top := math.Max(r.Cluster.GPUs, 1)
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="alloc" xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" viewBox="0 0 %g %g">`, wd, ht+20, wd, ht+20)
-	base := make([]float64, len(r.Series))
-	for k, t := range tenants {
-		var pts []string
-		for i, s := range r.Series {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", s.At/end*wd, ht-(base[i]+s.Allocated[t])/top*ht))
-		}
-		for i := len(r.Series) - 1; i >= 0; i-- {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", r.Series[i].At/end*wd, ht-base[i]/top*ht))
-		}
-		for i, s := range r.Series {
-			base[i] += s.Allocated[t]
-		}
-		if len(pts) > 0 {
-			fmt.Fprintf(&b, `<polygon points="%s" fill="%s" fill-opacity="0.8"><title>%s</title></polygon>`, strings.Join(pts, " "), palette[k%len(palette)], template.HTMLEscapeString(t))
-		}
-		fmt.Fprintf(&b, `<text x="%d" y="%g" font-size="11" fill="%s">%s</text>`, 5+k*110, ht+15, palette[k%len(palette)], template.HTMLEscapeString(t))
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	sort.Strings(names)
+	return names
 }
 
-// waitSVG draws, per tenant, bars of its p50, p95 and max wait.
-func waitSVG(r *Report) template.HTML {
-	const wd, row = 720.0, 22.0
-	top := 1.0
-	for _, t := range r.Tenants {
-		top = math.Max(top, t.WaitMax)
+// allocChart stacks r's tenants' allocated GPUs over simulated hours, on
+// the scale of every revision (the longest run, the largest cluster).
+func allocChart(r revision, revs []revision) template.HTML {
+	x := chart.Axis{Title: "simulated time", Unit: "hours"}
+	y := chart.Axis{Title: "allocated", Unit: "GPUs"}
+	for _, o := range revs {
+		x.Max = math.Max(x.Max, o.r.End/3600)
+		y.Max = math.Max(y.Max, o.r.Cluster.GPUs)
 	}
-	var b strings.Builder
-	h := row*float64(len(r.Tenants)) + 10
-	fmt.Fprintf(&b, `<svg class="waits" xmlns="http://www.w3.org/2000/svg" width="%g" height="%g">`, wd, h)
-	for i, t := range r.Tenants {
-		y := float64(i)*row + 5
-		fmt.Fprintf(&b, `<text x="0" y="%g" font-size="11">%s</text>`, y+12, template.HTMLEscapeString(t.Tenant))
-		for k, v := range []float64{t.WaitMax, t.WaitP95, t.WaitP50} {
-			fmt.Fprintf(&b, `<rect x="150" y="%g" width="%.1f" height="14" fill="%s"><title>%s</title></rect>`, y, v/top*(wd-160), palette[k], duration(v))
+	c := chart.AreaChart{ID: "alloc-" + strings.ToLower(r.name), Title: r.name + ": revision " + r.r.Revision, X: x, Y: y,
+		Titles: map[string]string{}, Capacity: r.r.Cluster.GPUs, CapacityKey: "capacity", End: r.r.End / 3600,
+		Width: fullWidth, Height: 300}
+	if len(revs) == 2 {
+		c.Width = halfWidth
+	}
+	used := map[string]float64{}
+	for _, t := range r.r.Tenants {
+		used[t.Tenant] = t.GPUHoursUsed
+	}
+	peak := map[string]float64{}
+	for _, s := range r.r.Series {
+		sm := chart.Sample{At: s.At / 3600, Values: s.Allocated}
+		for t, g := range s.Allocated {
+			peak[t] = math.Max(peak[t], g)
 		}
+		c.Samples = append(c.Samples, sm)
 	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	for i, t := range tenantNames(revs) {
+		if peak[t] == 0 {
+			continue
+		}
+		c.Series = append(c.Series, chart.Series{Key: t, Label: fmt.Sprintf("%s (%s GPU-h)", t, gpuHours(used[t])), Color: palette[i%len(palette)]})
+		c.Titles[t] = fmt.Sprintf("%s: peak %s GPUs, %s GPU-h used", t, chart.Num(peak[t], 2), gpuHours(used[t]))
+	}
+	c.Series = append(c.Series, chart.Series{Key: "capacity", Label: fmt.Sprintf("cluster (%s GPUs)", chart.Num(r.r.Cluster.GPUs, 2)), Color: "#1d2430", Line: true})
+	return c.HTML()
 }
 
-// denialSVG draws one bar per rule, all tenants summed.
-func denialSVG(r *Report) template.HTML {
-	by := map[string]int{}
-	for _, t := range r.Tenants {
-		for c, n := range t.DeniedBy {
-			by[c] += n
+// waitUnit is the unit waits up to top seconds read best in.
+func waitUnit(top float64) (string, float64) {
+	switch {
+	case top >= 3*86400:
+		return "days", 86400
+	case top >= 2*3600:
+		return "hours", 3600
+	case top >= 120:
+		return "minutes", 60
+	}
+	return "seconds", 1
+}
+
+var waitColors = map[string][2]string{"p50": {"#a6c8e6", "#2f6396"}, "p95": {"#fbc48f", "#c4600c"}, "max": {"#f4a6a4", "#a8282b"}}
+
+// waitChart draws, per tenant, its p50, p95 and max wait in each
+// revision, the revisions' bars of a percentile side by side.
+func waitChart(revs []revision) template.HTML {
+	top := 0.0
+	for _, r := range revs {
+		for _, t := range r.r.Tenants {
+			top = math.Max(top, t.WaitMax)
 		}
 	}
-	rules := make([]string, 0, len(by))
-	top := 1
-	for c, n := range by {
-		rules = append(rules, c)
-		top = max(top, n)
+	unit, div := waitUnit(top)
+	short := map[string]string{"seconds": "s", "minutes": "min", "hours": "h", "days": "d"}[unit]
+	c := chart.BarChart{ID: "waits", Category: "tenant",
+		Value: chart.Axis{Title: "wait", Unit: unit}, Width: fullWidth, Format: func(v float64) string { return chart.Num(v, 1) }}
+	stats := func(s TenantStats) []float64 { return []float64{s.WaitP50, s.WaitP95, s.WaitMax} }
+	for _, q := range []string{"p50", "p95", "max"} {
+		for ri, r := range revs {
+			s := chart.Series{Key: q + "-" + strings.ToLower(r.name), Label: q, Short: q, Color: waitColors[q][ri+2-len(revs)]}
+			if len(revs) == 2 {
+				s.Label, s.Short = q+", "+strings.ToLower(r.name), q+" · "+strings.ToLower(r.name)
+			}
+			c.Series = append(c.Series, s)
+		}
 	}
-	sort.Strings(rules)
-	const wd, row = 720.0, 22.0
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="denials" xmlns="http://www.w3.org/2000/svg" width="%g" height="%g">`, wd, row*float64(len(rules))+10)
-	for i, c := range rules {
-		y := float64(i)*row + 5
-		fmt.Fprintf(&b, `<text x="0" y="%g" font-size="11">%s</text><rect x="220" y="%g" width="%.1f" height="14" fill="#e15759"><title>%d</title></rect>`,
-			y+12, template.HTMLEscapeString(c), y, float64(by[c])/float64(top)*(wd-230), by[c])
+	for _, name := range tenantNames(revs) {
+		g := chart.Group{Label: name}
+		for qi, q := range []string{"p50", "p95", "max"} {
+			for _, r := range revs {
+				s := byTenant(r.r)[name]
+				v := stats(s)[qi]
+				b := chart.Bar{Series: q + "-" + strings.ToLower(r.name), Value: v / div, Text: chart.Num(v/div, 1) + " " + short,
+					Title: fmt.Sprintf("%s, %s wait, %s: %.0f s (%s) over %d started jobs", name, q, strings.ToLower(r.name), v, duration(v), s.Admitted-s.NeverStarted)}
+				if s.Admitted-s.NeverStarted == 0 {
+					b.Text = "no job started"
+				}
+				g.Bars = append(g.Bars, b)
+			}
+		}
+		c.Groups = append(c.Groups, g)
 	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return c.HTML()
+}
+
+var denialColors = [2]string{"#f4a6a4", "#a8282b"}
+
+// denialChart draws, per rule, the requests it denied in each revision,
+// with the tenants they came from on hover.
+func denialChart(revs []revision) template.HTML {
+	c := chart.BarChart{ID: "denials", Category: "rule",
+		Value: chart.Axis{Title: "denied", Unit: "requests", Whole: true}, Width: fullWidth, Format: func(v float64) string { return chart.Num(v, 0) }}
+	by := make([]map[string]map[string]int, len(revs)) // revision → rule → tenant → count
+	rules := map[string]bool{}
+	for ri, r := range revs {
+		by[ri] = map[string]map[string]int{}
+		key := "denied-" + strings.ToLower(r.name)
+		s := chart.Series{Key: key, Label: "denied requests", Color: denialColors[ri+2-len(revs)]}
+		if len(revs) == 2 {
+			s.Label, s.Short = "denied, "+strings.ToLower(r.name), strings.ToLower(r.name)
+		}
+		c.Series = append(c.Series, s)
+		for _, t := range r.r.Tenants {
+			for rule, n := range t.DeniedBy {
+				if by[ri][rule] == nil {
+					by[ri][rule] = map[string]int{}
+				}
+				by[ri][rule][t.Tenant] += n
+				rules[rule] = true
+			}
+		}
+	}
+	if len(rules) == 0 {
+		return template.HTML(`<p class="note" id="denials">No request was denied.</p>`)
+	}
+	for _, rule := range sortedRules(rules) {
+		g := chart.Group{Label: rule}
+		for ri, r := range revs {
+			n, parts := 0, []string{}
+			for _, t := range sortedTenants(by[ri][rule]) {
+				n += by[ri][rule][t]
+				parts = append(parts, fmt.Sprintf("%s %d", t, by[ri][rule][t]))
+			}
+			title := fmt.Sprintf("%s, %s: %d denied", rule, strings.ToLower(r.name), n)
+			if len(parts) > 0 {
+				title += " (" + strings.Join(parts, ", ") + ")"
+			}
+			g.Bars = append(g.Bars, chart.Bar{Series: "denied-" + strings.ToLower(r.name), Value: float64(n), Title: title})
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	return c.HTML()
+}
+
+func sortedRules(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortedTenants(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
