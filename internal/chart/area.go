@@ -76,22 +76,16 @@ func (c AreaChart) HTML() template.HTML {
 		if s.Key == c.CapacityKey {
 			continue
 		}
-		var upper, lower []string
+		top := make([]float64, len(c.Samples))
 		for i, sm := range c.Samples {
-			next := end
-			if i+1 < len(c.Samples) {
-				next = c.Samples[i+1].At
-			}
-			v := base[i] + sm.Values[s.Key]
-			upper = append(upper, pt(px(sm.At), py(v)), pt(px(next), py(v)))
-			lower = append(lower, pt(px(next), py(base[i])), pt(px(sm.At), py(base[i])))
-			base[i] = v
+			top[i] = base[i] + sm.Values[s.Key]
 		}
-		for i, j := 0, len(lower)-1; i < j; i, j = i+1, j-1 {
-			lower[i], lower[j] = lower[j], lower[i]
-		}
+		// The upper edge left to right, the lower one back.
+		pts := c.steps(nil, top, px, py, end, false)
+		pts = c.steps(pts, base, px, py, end, true)
 		fmt.Fprintf(&b, `<polygon class="area" data-series="%s" points="%s" fill="%s" fill-opacity="0.85"><title>%s</title></polygon>`,
-			esc(s.Key), strings.Join(append(upper, lower...), " "), esc(colors[s.Key]), esc(c.Titles[s.Key]))
+			esc(s.Key), strings.Join(pts, " "), esc(colors[s.Key]), esc(c.Titles[s.Key]))
+		base = top
 	}
 	if c.Capacity > 0 {
 		fmt.Fprintf(&b, `<line class="capacity" data-series="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="6 4"><title>%s %s</title></line>`,
@@ -128,6 +122,35 @@ func (c AreaChart) hover(b *strings.Builder, px func(float64) float64, w, top, h
 		fmt.Fprintf(b, `<rect class="hover" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
 			Num(px(sm.At), 1), Num(top, 1), Num(math.Max(px(next)-px(sm.At), 0.5), 1), Num(h, 1), esc(t.String()))
 	}
+}
+
+// steps appends to pts the corners of a step line through vs (one value
+// per sample, held until the next sample, the last until end), left to
+// right or, back, right to left; runs of one value make one step.
+func (c AreaChart) steps(pts []string, vs []float64, px, py func(float64) float64, end float64, back bool) []string {
+	type run struct{ from, to, v float64 }
+	var runs []run
+	for i, v := range vs {
+		to := end
+		if i+1 < len(c.Samples) {
+			to = c.Samples[i+1].At
+		}
+		if n := len(runs); n > 0 && runs[n-1].v == v {
+			runs[n-1].to = to
+			continue
+		}
+		runs = append(runs, run{c.Samples[i].At, to, v})
+	}
+	if back {
+		for i := len(runs) - 1; i >= 0; i-- {
+			pts = append(pts, pt(px(runs[i].to), py(runs[i].v)), pt(px(runs[i].from), py(runs[i].v)))
+		}
+		return pts
+	}
+	for _, r := range runs {
+		pts = append(pts, pt(px(r.from), py(r.v)), pt(px(r.to), py(r.v)))
+	}
+	return pts
 }
 
 func pt(x, y float64) string { return Num(x, 1) + "," + Num(y, 1) }

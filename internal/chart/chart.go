@@ -113,8 +113,10 @@ func Ticks(max float64, n int, whole bool) []float64 {
 	raw := max / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
+	// A step a quarter finer than n asks for is still round: 11 on about
+	// 4 ticks ends at 12.5, not 15.
 	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*mag >= raw {
+		if m*mag >= raw*0.75 {
 			step = m * mag
 			break
 		}
@@ -124,7 +126,7 @@ func Ticks(max float64, n int, whole bool) []float64 {
 	}
 	var ts []float64
 	for i := 0; ; i++ {
-		v := float64(i) * step
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(i)*step, 'g', 12, 64), 64) // 0.6, not 0.6000000000000001
 		ts = append(ts, v)
 		if v >= max-step*1e-9 {
 			break

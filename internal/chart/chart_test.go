@@ -14,9 +14,10 @@ func TestTicks(t *testing.T) {
 		want  []float64
 	}{
 		{max: 384, n: 5, want: []float64{0, 100, 200, 300, 400}},
-		{max: 11, n: 5, want: []float64{0, 2.5, 5, 7.5, 10, 12.5}},
+		{max: 11, n: 5, want: []float64{0, 2, 4, 6, 8, 10, 12}},
+		{max: 11, n: 4, want: []float64{0, 2.5, 5, 7.5, 10, 12.5}},
 		{max: 1, n: 8, whole: true, want: []float64{0, 1}},
-		{max: 0, n: 4, want: []float64{0, 0.25, 0.5, 0.75, 1}},
+		{max: 0, n: 4, want: []float64{0, 0.2, 0.4, 0.6, 0.8, 1}},
 		{max: 6.5, n: 7, want: []float64{0, 1, 2, 3, 4, 5, 6, 7}},
 	} {
 		assert.Equal(t, tc.want, Ticks(tc.max, tc.n, tc.whole), "Ticks(%g, %d, %v)", tc.max, tc.n, tc.whole)
