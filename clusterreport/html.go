@@ -182,7 +182,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px}
 .headline{font-size:17px;font-weight:600;padding:10px 14px;border-left:5px solid #c0392b;background:#fbeeee;margin:10px 0}
 .meta{color:#667;font-size:12px}
-.rule{font-family:ui-monospace,monospace;font-size:12px}
+.rule{font-family:ui-monospace,monospace;font-size:.95em}
 {{.CSS}}
 </style></head><body>
 <h1>Mandate cluster report</h1>

@@ -46,6 +46,11 @@ table.data tr.fire td:first-child{border-left:4px solid #c0392b}
  body{margin:0;font-size:11px}
  *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
  h2{break-after:avoid;page-break-after:avoid}
+ table.data{font-size:9px}
+ table.data th{font-size:8px}
+ table.data th,table.data td{padding:2px 3px}
+ table.data td:first-child{min-width:0}
+ table.data td.codes{font-size:8px}
  table.data tr{break-inside:avoid;page-break-inside:avoid}
  table.sortable th::after{content:none !important}
  svg.plot rect.hover{display:none}
