@@ -137,7 +137,7 @@ func blockedBy(m map[string]int) string {
 // heatMap draws a cell per domain of r.HeatLevel, named, with its free
 // and total GPUs.
 func heatMap(r *Report) template.HTML {
-	c := chart.HeatMap{ID: "heatmap", Unit: "free GPUs of the " + r.HeatLevel + "'s GPUs", Width: chartWidth, Legend: []chart.Series{
+	c := chart.HeatMap{ID: "heatmap", Unit: "free / total GPUs per " + r.HeatLevel, Width: chartWidth, Legend: []chart.Series{
 		{Key: "none", Label: "none free", Color: heatColor(0)},
 		{Key: "all", Label: "all free", Color: heatColor(1)},
 		{Key: "unhealthy", Label: "unhealthy (outlined)", Color: unusable, Stroke: "#c0392b"},

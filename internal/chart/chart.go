@@ -57,7 +57,7 @@ func (a Axis) label() string {
 	return a.Title + " (" + a.Unit + ")"
 }
 
-// Figure wraps a plot: the caption, the legend and the SVG.
+// figure wraps a plot: the caption, the legend and the SVG.
 func figure(kind, id, title string, series []Series, svg string) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<figure class="chart" data-kind="%s" id="%s">`, kind, esc(id))

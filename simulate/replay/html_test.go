@@ -24,7 +24,7 @@ import (
 // examples/cluster.yaml, the embedded policies against a candidate that
 // lowers research-llm's ceiling from 256 to 128 GPUs, with
 // --fail-if 'wait.p95[research-llm] > +20%' (it holds).
-func readmeOutcome(t *testing.T, candidate bool, failIf string) *Outcome {
+func readmeOutcome(t *testing.T, candidate bool, failIf ...string) *Outcome {
 	t.Helper()
 	jobs, err := ReadTraceFile("../../examples/simulate/trace.jsonl")
 	require.NoError(t, err)
@@ -42,9 +42,13 @@ func readmeOutcome(t *testing.T, candidate bool, failIf string) *Outcome {
 		o.Candidate = run(lowerCeiling(t))
 		o.Compare()
 	}
-	f, err := ParseFailIf(failIf)
-	require.NoError(t, err)
-	require.NoError(t, o.Check([]FailIf{f}))
+	var checks []FailIf
+	for _, text := range failIf {
+		f, err := ParseFailIf(text)
+		require.NoError(t, err)
+		checks = append(checks, f)
+	}
+	require.NoError(t, o.Check(checks))
 	return o
 }
 
@@ -153,6 +157,29 @@ func TestHTMLBaselineOnly(t *testing.T) {
 	assert.Equal(t, 3*len(o.Baseline.Tenants), found.Chart(t, "waits").Bars)
 	assert.Equal(t, len(rules(o.Baseline)), found.Chart(t, "denials").Bars)
 	assert.Regexp(t, `<tr class="fire"><td class="">research-vision</td><td[^>]*>3</td><td[^>]*>2</td><td class="n fire" data-v="1">1</td>`, dom)
+}
+
+// TestHTMLMarksEveryHeldCheck: a held check on the guaranteed classes
+// marks their row of the changes table, one on the cluster its change in
+// the cluster table; a check that does not hold marks nothing; every
+// --fail-if tenant metric is a column of the tables.
+func TestHTMLMarksEveryHeldCheck(t *testing.T) {
+	o := readmeOutcome(t, true, "wait.p95[guaranteed] >= 0", "stranded_gpu_hours > +1", "denied[product] > 5")
+	require.Len(t, o.Held, 2, "the third does not hold")
+	var page bytes.Buffer
+	require.NoError(t, WriteHTML(&page, o))
+	html := page.String()
+	assert.Equal(t, 2, strings.Count(html, `<td class="n fire"`), "one cell per held check")
+	assert.Regexp(t, `<tfoot><tr class="fire"><td class="">guaranteed \(non-preemptible\)</td>(<td[^>]*>[^<]*</td>){5}<td class="n fire"`, html)
+	assert.Regexp(t, `<tr class="fire"><td class="">stranded GPU-h</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td><td class="n fire"`, html)
+
+	var columns []string
+	for _, c := range metricColumns {
+		columns = append(columns, c.Metric)
+	}
+	for m := range tenantMetrics {
+		assert.Contains(t, columns, m, "every --fail-if tenant metric has its column")
+	}
 }
 
 func sortedAxes(axes []string) []string {
