@@ -114,10 +114,15 @@ func (c AreaChart) hover(b *strings.Builder, px func(float64) float64, w, top, h
 		}
 		var t strings.Builder
 		fmt.Fprintf(&t, "%s %s %s", c.X.Title, Num(sm.At, 2), c.X.Unit)
+		sum := 0.0
 		for _, s := range c.Series {
 			if v, ok := sm.Values[s.Key]; ok && v != 0 {
-				fmt.Fprintf(&t, "\n%s: %s %s", s.Label, Num(v, 2), c.Y.Unit)
+				fmt.Fprintf(&t, "\n%s: %s %s", s.name(), Num(v, 2), c.Y.Unit)
+				sum += v
 			}
+		}
+		if c.Capacity > 0 {
+			fmt.Fprintf(&t, "\nall: %s of %s %s", Num(sum, 2), Num(c.Capacity, 2), c.Y.Unit)
 		}
 		fmt.Fprintf(b, `<rect class="hover" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
 			Num(px(sm.At), 1), Num(top, 1), Num(math.Max(px(next)-px(sm.At), 0.5), 1), Num(h, 1), esc(t.String()))

@@ -26,8 +26,9 @@ import (
 type Series struct {
 	// Key identifies the series in the DOM (data-series); unique per chart.
 	Key string
-	// Label is the legend's name for it.
-	Label string
+	// Label is the legend's name for it; Name, when set, its name in hover
+	// texts (a legend label that carries a total reads badly there).
+	Label, Name string
 	// Short, when set, labels each of its bars in a grouped chart (p50,
 	// p95, max); "" draws no per-bar label.
 	Short string
@@ -86,6 +87,13 @@ func legend(series []Series) string {
 	}
 	b.WriteString(`</div>`)
 	return b.String()
+}
+
+func (s Series) name() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.Label
 }
 
 func stroke(c string) string {

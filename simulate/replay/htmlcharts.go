@@ -69,7 +69,7 @@ func allocChart(r revision, revs []revision) template.HTML {
 		if peak[t] == 0 {
 			continue
 		}
-		c.Series = append(c.Series, chart.Series{Key: t, Label: fmt.Sprintf("%s (%s GPU-h)", t, gpuHours(used[t])), Color: palette[i%len(palette)]})
+		c.Series = append(c.Series, chart.Series{Key: t, Label: fmt.Sprintf("%s (%s GPU-h)", t, gpuHours(used[t])), Name: t, Color: palette[i%len(palette)]})
 		c.Titles[t] = fmt.Sprintf("%s: peak %s GPUs, %s GPU-h used", t, chart.Num(peak[t], 2), gpuHours(used[t]))
 	}
 	c.Series = append(c.Series, chart.Series{Key: "capacity", Label: fmt.Sprintf("cluster (%s GPUs)", chart.Num(r.r.Cluster.GPUs, 2)), Color: "#1d2430", Line: true})
