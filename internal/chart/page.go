@@ -15,8 +15,7 @@ svg.plot{display:block;max-width:100%;height:auto}
 svg.plot text{font-size:12px;fill:#1d2430}
 svg.plot text.tick{fill:#555}
 svg.plot text.axis-title{font-weight:600;fill:#333}
-svg.plot text.series-label,svg.plot text.sub{fill:#556;font-size:11px}
-svg.plot text.sub{font-size:10px}
+svg.plot text.series-label{fill:#556;font-size:11px}
 svg.plot text.category{font-weight:600}
 svg.plot text.summary{font-size:11px}
 svg.plot text.summary tspan.value{font-variant-numeric:tabular-nums}

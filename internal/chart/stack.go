@@ -25,8 +25,8 @@ type StackChart struct {
 
 // StackRow is one bar.
 type StackRow struct {
-	Label, Sub string
-	Indent     int
+	Label  string
+	Indent int
 	// Class and Data are the row's <g> class and data-* attributes.
 	Class string
 	Data  map[string]string
@@ -62,7 +62,7 @@ func (c StackChart) HTML() template.HTML {
 	colors := seriesColors(c.Series)
 	labelW, summaryW, top := 0.0, 0.0, c.Value.Max
 	for _, r := range c.Rows {
-		labelW = math.Max(labelW, float64(r.Indent)*indentStep+math.Max(textWidth(r.Label, font), textWidth(r.Sub, 10)))
+		labelW = math.Max(labelW, float64(r.Indent)*indentStep+textWidth(r.Label, font))
 		for _, line := range r.Summary {
 			t := ""
 			for _, p := range line {
@@ -100,9 +100,6 @@ func (c StackChart) HTML() template.HTML {
 		b.WriteString(`>`)
 		lx := float64(r.Indent) * indentStep
 		fmt.Fprintf(&b, `<text class="category" x="%s" y="%s">%s</text>`, Num(lx, 1), Num(y+12, 1), esc(r.Label))
-		if r.Sub != "" {
-			fmt.Fprintf(&b, `<text class="sub" x="%s" y="%s">%s</text>`, Num(lx, 1), Num(y+25, 1), esc(r.Sub))
-		}
 		ids := map[string]string{}
 		at := 0.0
 		for _, s := range r.Segments {
