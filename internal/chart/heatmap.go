@@ -56,7 +56,7 @@ func (c HeatMap) HTML() template.HTML {
 			cls, esc(id), Num(x, 1), Num(y, 1), Num(cw, 1), Num(ch, 1), esc(cl.Fill), alert, esc(cl.Title))
 		fmt.Fprintf(&b, `<text class="name" data-for="%s" x="%s" y="%s" text-anchor="middle" style="fill:%s">%s</text>`,
 			esc(id), Num(x+cw/2, 1), Num(y+17, 1), ink(cl.Fill), esc(cl.Name))
-		fmt.Fprintf(&b, `<text class="value" data-for="%s" x="%s" y="%s" text-anchor="middle" style="fill:%s">%s</text></g>`,
+		fmt.Fprintf(&b, `<text class="value big" data-for="%s" x="%s" y="%s" text-anchor="middle" style="fill:%s">%s</text></g>`,
 			esc(id), Num(x+cw/2, 1), Num(y+36, 1), ink(cl.Fill), esc(cl.Value))
 	}
 	b.WriteString(`</svg>`)

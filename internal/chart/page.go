@@ -22,7 +22,7 @@ svg.plot text.summary tspan.value{font-variant-numeric:tabular-nums}
 svg.plot text.inlabel{font-size:11px;font-weight:600}
 svg.plot text.name{font-size:11px}
 svg.plot text.value{font-variant-numeric:tabular-nums}
-svg.plot .heatmap text.value,svg.plot g.domain text.value{font-size:13px;font-weight:600}
+svg.plot text.value.big{font-size:13px;font-weight:600}
 svg.plot line.grid{stroke:#e6e8eb}
 svg.plot line.axis{stroke:#555}
 svg.plot rect.track{fill:#f3f5f7}
