@@ -37,8 +37,9 @@ type Eviction struct {
 	Tier   string `json:"tier"`
 	Class  string `json:"class"`
 	Value  int    `json:"value"`
-	// Resource, the tenant's guarantee of it and what its non-preemptible
-	// work holds of it now.
+	// Resource and the tenant's guarantee of it; Held is the GPUs the
+	// tenant's non-preemptible work holds now (its running pods, every GPU
+	// resource together).
 	Resource   string `json:"resource,omitempty"`
 	Guaranteed int64  `json:"guaranteed"`
 	Held       int    `json:"held"`
