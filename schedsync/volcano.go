@@ -23,7 +23,7 @@ func init() {
 	Register(Volcano, Sync{
 		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) {
 			objs, err := volcanoObjects(s, c)
-			return append(objs, volcanoConfigObject(o.VolcanoConfigMap)), err
+			return append(objs, volcanoConfigObject(o.VolcanoConfigMap, nested(s))), err
 		},
 		Holds: volcanoHolds,
 		// Volcano closes a queue through its status, and deletes only a

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mandate-dev/mandate/model"
 )
 
 // Volcano's scheduler reads its actions and plugin tiers from one key of a
@@ -95,6 +97,9 @@ type VolcanoPlugin struct {
 	Name              string `json:"name"`
 	EnablePreemptable *bool  `json:"enablePreemptable,omitempty"`
 	EnableReclaimable *bool  `json:"enableReclaimable,omitempty"`
+	// EnableHierarchy makes the capacity plugin read the queues' parents;
+	// unlike the others it is off when absent.
+	EnableHierarchy *bool `json:"enableHierarchy,omitempty"`
 }
 
 // ParseVolcanoConfig reads volcano-scheduler.conf.
@@ -149,6 +154,7 @@ const (
 	VolcanoNoPriority          = "PRIORITY_NOT_IN_FIRST_TIER"
 	VolcanoNoQueueShare        = "NO_CAPACITY_PLUGIN"
 	VolcanoQueueShareReclaimOf = "CAPACITY_RECLAIM_DISABLED"
+	VolcanoHierarchyOff        = "CAPACITY_HIERARCHY_OFF"
 	VolcanoProportion          = "PROPORTION_PLUGIN"
 )
 
@@ -159,8 +165,9 @@ const (
 // the priority plugin must decide beside it, so the lowest value (the
 // borrowed band) goes first; and the capacity plugin, which reads the
 // rendered Queues' deserved and capability, must share the queues without
-// the proportion plugin.
-func CheckVolcanoConfig(conf string) []VolcanoProblem {
+// the proportion plugin, and read their parents (enableHierarchy) when the
+// model's tenants nest (hierarchy).
+func CheckVolcanoConfig(conf string, hierarchy bool) []VolcanoProblem {
 	c, err := ParseVolcanoConfig(conf)
 	if err != nil {
 		return []VolcanoProblem{{VolcanoUnreadable, err.Error()}}
@@ -200,8 +207,13 @@ func CheckVolcanoConfig(conf string) []VolcanoProblem {
 	}
 	if capa, tier := c.plugin(volcanoCapacity); tier < 0 {
 		add(VolcanoNoQueueShare, "ignores the tenants' guarantees: no tier has the %s plugin, which reads the deserved and capability Mandate renders into each Queue", volcanoCapacity)
-	} else if !enabled(capa.EnableReclaimable) {
-		add(VolcanoQueueShareReclaimOf, "reclaims from queues within their guarantee: the %s plugin has enableReclaimable false", volcanoCapacity)
+	} else {
+		if !enabled(capa.EnableReclaimable) {
+			add(VolcanoQueueShareReclaimOf, "reclaims from queues within their guarantee: the %s plugin has enableReclaimable false", volcanoCapacity)
+		}
+		if hierarchy && (capa.EnableHierarchy == nil || !*capa.EnableHierarchy) {
+			add(VolcanoHierarchyOff, "ignores the tenant tree: the %s plugin has no enableHierarchy: true, so work in a child tenant's queue is not held to its parent's capability and guarantee", volcanoCapacity)
+		}
 	}
 	if _, tier := c.plugin(volcanoProportion); tier >= 0 {
 		add(VolcanoProportion, "shares queues by weight: the %s plugin reads a weight Mandate's Queues do not set and must not run beside %s", volcanoProportion, volcanoCapacity)
@@ -220,6 +232,10 @@ func RenderVolcanoConfig() string {
 		b.WriteString("- plugins:\n")
 		for _, p := range t {
 			fmt.Fprintf(&b, "  - name: %s\n", p)
+			if p == volcanoCapacity {
+				// Mandate's Queues nest as the tenants do (spec.parent).
+				b.WriteString("    enableHierarchy: true\n")
+			}
 		}
 	}
 	return b.String()
@@ -229,25 +245,36 @@ func RenderVolcanoConfig() string {
 // carries Mandate's labels only for a ConfigMap sync creates: one that
 // exists and is not Mandate's (the Volcano chart's) is never written, only
 // vetted.
-func volcanoConfigObject(ref VolcanoConfigMap) Object {
+// hierarchy says whether the tenants nest: whether the Queues have parents.
+func volcanoConfigObject(ref VolcanoConfigMap, hierarchy bool) Object {
 	ref = ref.orDefaults()
 	k := Kind{GVK: configMapGVK, Scheduler: Volcano, Namespaced: true}
 	o := newObject(k, ref.Namespace, ref.Name, nil)
 	o.Object["data"] = map[string]any{VolcanoConfigKey: RenderVolcanoConfig()}
-	o.Vet = vetVolcanoConfig
+	o.Vet = func(live *unstructured.Unstructured) []string { return vetVolcanoConfig(live, hierarchy) }
 	return o
 }
 
 // vetVolcanoConfig is the reasons a live ConfigMap's configuration breaks
 // the promise.
-func vetVolcanoConfig(live *unstructured.Unstructured) []string {
+func vetVolcanoConfig(live *unstructured.Unstructured, hierarchy bool) []string {
 	conf, found, _ := unstructured.NestedString(live.Object, "data", VolcanoConfigKey)
 	if !found {
 		return []string{fmt.Sprintf("has no data key %s: Volcano runs its built-in configuration, which never reclaims", VolcanoConfigKey)}
 	}
 	var out []string
-	for _, p := range CheckVolcanoConfig(conf) {
+	for _, p := range CheckVolcanoConfig(conf, hierarchy) {
 		out = append(out, p.Reason)
 	}
 	return out
+}
+
+// nested reports whether any tenant of the model has a parent.
+func nested(s model.Model) bool {
+	for _, t := range s.Tenants {
+		if t.Parent != "" {
+			return true
+		}
+	}
+	return false
 }

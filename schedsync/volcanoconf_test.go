@@ -23,9 +23,10 @@ func codes(ps []VolcanoProblem) []string {
 func TestCheckVolcanoConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name, conf string
+		hierarchy  bool
 		want       []string
 	}{
-		{"rendered", RenderVolcanoConfig(), []string{}},
+		{"rendered", RenderVolcanoConfig(), true, []string{}},
 		{"the chart's stock configuration never reclaims nor preempts, and shares by proportion", `
 actions: "enqueue, allocate, backfill"
 tiers:
@@ -42,7 +43,7 @@ tiers:
   - name: proportion
   - name: nodeorder
   - name: binpack
-`, []string{VolcanoNoReclaim, VolcanoNoPreempt, VolcanoGangVetoOff, VolcanoNoQueueShare, VolcanoProportion}},
+`, true, []string{VolcanoNoReclaim, VolcanoNoPreempt, VolcanoGangVetoOff, VolcanoNoQueueShare, VolcanoProportion}},
 		{"the capacity-plugin layout of Volcano's docs keeps the promise", `
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
@@ -61,25 +62,44 @@ configurations:
 - name: enqueue
   arguments:
     overcommit-factor: 1.2
-`, []string{}},
+`, false, []string{}},
+		{"the same layout under nested tenants: capacity must read the parents", `
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: capacity
+    arguments: {}
+  - name: nodeorder
+  - name: binpack
+configurations:
+- name: enqueue
+  arguments:
+    overcommit-factor: 1.2
+`, true, []string{VolcanoHierarchyOff}},
 		{"actions without spaces, reclaim missing", `
 actions: "enqueue,allocate,preempt,backfill"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: predicates}, {name: capacity}]
-`, []string{VolcanoNoReclaim}},
+`, false, []string{VolcanoNoReclaim}},
 		{"gang in a later tier: the first tier picks victims without its veto", `
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins: [{name: priority}, {name: conformance}]
 - plugins: [{name: gang}, {name: predicates}, {name: capacity}]
-`, []string{VolcanoGangNotFirst}},
+`, false, []string{VolcanoGangNotFirst}},
 		{"no gang plugin at all", `
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins: [{name: priority}, {name: conformance}]
 - plugins: [{name: predicates}, {name: capacity}]
-`, []string{VolcanoNoGang}},
+`, false, []string{VolcanoNoGang}},
 		{"gang's reclaim veto turned off", `
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
@@ -89,7 +109,7 @@ tiers:
     enableReclaimable: false
   - name: conformance
 - plugins: [{name: predicates}, {name: capacity}]
-`, []string{VolcanoGangVetoOff}},
+`, false, []string{VolcanoGangVetoOff}},
 		{"priority below the first tier, capacity's reclaim off", `
 actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
@@ -98,11 +118,11 @@ tiers:
   - name: priority
   - name: capacity
     enableReclaimable: false
-`, []string{VolcanoNoPriority, VolcanoQueueShareReclaimOf}},
-		{"not YAML", "actions: [enqueue\n", []string{VolcanoUnreadable}},
+`, false, []string{VolcanoNoPriority, VolcanoQueueShareReclaimOf}},
+		{"not YAML", "actions: [enqueue\n", false, []string{VolcanoUnreadable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := CheckVolcanoConfig(tc.conf)
+			got := CheckVolcanoConfig(tc.conf, tc.hierarchy)
 			assert.Equal(t, tc.want, codes(got))
 			for _, p := range got {
 				assert.NotEmpty(t, p.Reason)
@@ -130,11 +150,11 @@ func TestParseVolcanoConfig(t *testing.T) {
 // it is vetted as Volcano's built-in configuration.
 func TestVolcanoConfigObject(t *testing.T) {
 	assert.Equal(t, envtest.VolcanoNamespace, DefaultVolcanoConfigNamespace)
-	o := volcanoConfigObject(VolcanoConfigMap{})
+	o := volcanoConfigObject(VolcanoConfigMap{}, true)
 	assert.Equal(t, DefaultVolcanoConfigNamespace, o.GetNamespace())
 	assert.Equal(t, DefaultVolcanoConfigName, o.GetName())
 	assert.Equal(t, map[string]any{VolcanoConfigKey: RenderVolcanoConfig()}, o.Object["data"])
-	o = volcanoConfigObject(VolcanoConfigMap{Namespace: "batch", Name: "sched"})
+	o = volcanoConfigObject(VolcanoConfigMap{Namespace: "batch", Name: "sched"}, true)
 	assert.Equal(t, "batch", o.GetNamespace())
 	assert.Equal(t, "sched", o.GetName())
 

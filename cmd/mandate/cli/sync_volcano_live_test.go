@@ -97,7 +97,7 @@ func TestSyncVolcanoConfigLive(t *testing.T) {
 		setConf(`actions: "enqueue,allocate,preempt,reclaim,backfill"
 tiers:
 - plugins: [{name: conformance}, {name: gang}, {name: priority}]
-- plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity, enableHierarchy: true}, {name: nodeorder}]
 `)
 		code, out, _ = sync("--check")
 		assert.Equal(t, 0, code, out)
@@ -113,7 +113,7 @@ tiers:
 		cm := conf()
 		assert.Equal(t, schedsync.RenderVolcanoConfig(), cm.Data[schedsync.VolcanoConfigKey])
 		assert.Equal(t, schedsync.ManagedBy, cm.Labels[schedsync.LabelManagedBy])
-		assert.Empty(t, schedsync.CheckVolcanoConfig(cm.Data[schedsync.VolcanoConfigKey]))
+		assert.Empty(t, schedsync.CheckVolcanoConfig(cm.Data[schedsync.VolcanoConfigKey], true))
 		code, out, _ = sync("--check")
 		assert.Equal(t, 0, code, out)
 		assert.Empty(t, out)
