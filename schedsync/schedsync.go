@@ -2,8 +2,9 @@
 // authority model: from the active model it renders the objects the
 // admission directives name — PriorityClasses for the tiers, Volcano and
 // KAI queue hierarchies, Kueue Cohorts, ClusterQueues, LocalQueues,
-// ResourceFlavors and WorkloadPriorityClasses, and the topology objects
-// (Volcano HyperNodes, KAI and Kueue Topologies) — and reconciles the
+// ResourceFlavors and WorkloadPriorityClasses, the topology objects
+// (Volcano HyperNodes, KAI and Kueue Topologies) and Volcano's scheduler
+// configuration (volcanoconf.go) — and reconciles the
 // cluster to them with server-side apply under its own field manager. It
 // changes or prunes only objects labelled as Mandate's; a queue that still
 // holds workloads is closed, never deleted. A Plan is both the drift report
