@@ -113,6 +113,13 @@ tiers:
 		cm := conf()
 		assert.Equal(t, schedsync.RenderVolcanoConfig(), cm.Data[schedsync.VolcanoConfigKey])
 		assert.Equal(t, schedsync.ManagedBy, cm.Labels[schedsync.LabelManagedBy])
+		var appliers []string
+		for _, m := range cm.ManagedFields {
+			if m.Operation == metav1.ManagedFieldsOperationApply {
+				appliers = append(appliers, m.Manager)
+			}
+		}
+		assert.Equal(t, []string{schedsync.FieldManager}, appliers, "server-side applied by mandate-sync")
 		assert.Empty(t, schedsync.CheckVolcanoConfig(cm.Data[schedsync.VolcanoConfigKey], true))
 		code, out, _ = sync("--check")
 		assert.Equal(t, 0, code, out)
