@@ -125,10 +125,17 @@ type Explanation struct {
 // scheduler adapters in scheduler/ decide how each scheduler is told.
 type Directives struct {
 	// Scheduler is a registered scheduler's name (scheduler/facts).
-	Scheduler     string `json:"scheduler"`
-	Queue         string `json:"queue"`
+	Scheduler string `json:"scheduler"`
+	Queue     string `json:"queue"`
+	// PriorityClass is the class the work runs at: its Tier's, or the
+	// tier's borrowed class (model.BorrowedClass) for non-preemptible
+	// work admitted beyond a guarantee.
 	PriorityClass string `json:"priorityClass"`
-	Preemptible   bool   `json:"preemptible"`
+	// Tier is the model's tier of the work when PriorityClass is not the
+	// tier itself (a borrowed class); "" when PriorityClass is the tier
+	// (see TierName).
+	Tier        string `json:"tier,omitempty"`
+	Preemptible bool   `json:"preemptible"`
 	// GangMin is the number of pods that must start together (the elastic
 	// minimum when the workload declares one); 0 for no gang.
 	GangMin int `json:"gangMin"`
@@ -146,4 +153,13 @@ type Directives struct {
 	// Labels and Annotations to add to the workload.
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
+}
+
+// TierName is the model's tier of the work: Tier when the work runs at a
+// class of another name (a borrowed class), else PriorityClass.
+func (d Directives) TierName() string {
+	if d.Tier != "" {
+		return d.Tier
+	}
+	return d.PriorityClass
 }

@@ -354,10 +354,19 @@ func (r *reader) strings(m ast.Object, key string) map[string]string {
 }
 
 func (r *reader) directives(m ast.Object) Directives {
+	d := r.directiveFields(m)
+	if d.Tier == d.PriorityClass {
+		d.Tier = "" // the class is the tier (Directives.TierName)
+	}
+	return d
+}
+
+func (r *reader) directiveFields(m ast.Object) Directives {
 	return Directives{
 		Scheduler:      r.str(m, "scheduler"),
 		Queue:          r.str(m, "queue"),
 		PriorityClass:  r.str(m, "priorityClass"),
+		Tier:           r.str(m, "tier"),
 		Preemptible:    r.boolean(m, "directives", "preemptible", false),
 		GangMin:        r.integer(m, "gangMin"),
 		RequiredLevel:  r.str(m, "requiredLevel"),

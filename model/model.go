@@ -157,9 +157,12 @@ type Tenant struct {
 
 // Tier is one priority class of the model.
 type Tier struct {
-	Value       int    `json:"value"`
-	Preemptible bool   `json:"preemptible"`
-	Description string `json:"description"`
+	Value       int  `json:"value"`
+	Preemptible bool `json:"preemptible"`
+	// BorrowedValue is the value of a non-preemptible tier's borrowed
+	// class (BorrowedClass); nil takes the default (BorrowedValues).
+	BorrowedValue *int   `json:"borrowedValue,omitempty"`
+	Description   string `json:"description"`
 }
 
 // Document is data.mandate.model of a policy's data, as decoded JSON; ok

@@ -15,11 +15,17 @@ func (m Model) Parents() map[string]string {
 	return out
 }
 
-// PreemptibleClasses lists which priority classes are preemptible tiers.
+// PreemptibleClasses lists which priority classes are preemptible: the
+// preemptible tiers and every borrowed class (BorrowedValues); the
+// non-preemptible tiers map to false.
 func (m Model) PreemptibleClasses() map[string]bool {
-	out := make(map[string]bool, len(m.Priorities))
+	borrowed := m.BorrowedValues()
+	out := make(map[string]bool, len(m.Priorities)+len(borrowed))
 	for name, t := range m.Priorities {
 		out[name] = t.Preemptible
+	}
+	for name := range borrowed {
+		out[name] = true
 	}
 	return out
 }

@@ -256,6 +256,27 @@ var cases = []struct {
 		wantMsg:   "train (50) may preempt build-preemptible (75), a tier as high or higher",
 	},
 	{
+		name:      "a preemptible tier above a non-preemptible one",
+		edit:      func(m map[string]any) { obj(m, "priorities", "build-preemptible")["value"] = 110 },
+		wantPath:  "priorities.build-preemptible.value",
+		wantCheck: "preemption",
+		wantMsg:   "preemptible tier build-preemptible (110) is not below every non-preemptible tier (the lowest is 100)",
+	},
+	{
+		name:      "no room for the borrowed band",
+		edit:      func(m map[string]any) { obj(m, "priorities", "build-preemptible")["value"] = 99 },
+		wantPath:  "priorities.build.value",
+		wantCheck: "preemption",
+		wantMsg:   "borrowed class build-borrowed (98) is not above every preemptible tier (the highest is 99)",
+	},
+	{
+		name:      "a borrowed value among the guaranteed tiers",
+		edit:      func(m map[string]any) { obj(m, "priorities", "inference")["borrowedValue"] = 110 },
+		wantPath:  "priorities.inference.borrowedValue",
+		wantCheck: "preemption",
+		wantMsg:   "borrowed class inference-borrowed (110) is not below every non-preemptible tier (the lowest is 100)",
+	},
+	{
 		name:      "preemption of a non-preemptible tier",
 		edit:      func(m map[string]any) { obj(m, "preemption", "mayPreempt")["inference"] = []any{"train", "build"} },
 		wantPath:  "preemption.mayPreempt.inference[1]",

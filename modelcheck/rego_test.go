@@ -67,3 +67,12 @@ func TestActionsAreTheRegoActions(t *testing.T) {
 	}
 	assert.ElementsMatch(t, want, actions)
 }
+
+// The borrowed class is named alike by Rego (mandate.lib.borrowed_class,
+// which the directives give) and Go (model.BorrowedClass, which sync
+// renders as a PriorityClass): a pod must never name a class sync did not
+// make.
+func TestBorrowedClassAgrees(t *testing.T) {
+	got := evalRego(t, `data.mandate.lib.borrowed_class("build")`, map[string]any{}, map[string]any{})
+	assert.Equal(t, model.BorrowedClass("build"), got)
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/workload"
 )
@@ -367,6 +368,11 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 	recorded, ok, err := scheduler.RecordedDirectives(obj.GetAnnotations())
 	if err != nil || !ok {
 		return w, nil
+	}
+	if recorded.Tier != "" && w.PriorityClass == model.BorrowedClass(recorded.Tier) {
+		// The borrowed class Mandate gave work beyond a guarantee is its
+		// mark, not a class asked: the work asked for its tier.
+		w.PriorityClass = recorded.Tier
 	}
 	if w.RequestedPreemptible != nil && recorded.Preemptible == *w.RequestedPreemptible {
 		w.RequestedPreemptible, w.RequestedPreemptibleBy = nil, ""

@@ -117,11 +117,11 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 		out = append(out, rf)
 	}
 
-	for _, name := range s.TierNames() {
-		w := newObject(WorkloadPriorityKind, "", name, nil)
-		w.Object["value"] = int64(s.Priorities[name].Value)
-		if d := s.Priorities[name].Description; d != "" {
-			w.Object["description"] = d
+	for _, c := range s.Classes() {
+		w := newObject(WorkloadPriorityKind, "", c.Name, nil)
+		w.Object["value"] = int64(c.Value)
+		if c.Description != "" {
+			w.Object["description"] = c.Description
 		}
 		out = append(out, w)
 	}

@@ -146,22 +146,24 @@ func sortObjects(objs []Object) {
 	})
 }
 
-// priorityClasses renders one PriorityClass per tier. Kubernetes can say
-// only whether a class preempts at all (preemptionPolicy), not which tiers
-// it may preempt nor whether it may be preempted.
+// priorityClasses renders one PriorityClass per class of the model (each
+// tier's and each borrowed class, model.Classes). Kubernetes can say only
+// whether a class preempts at all (preemptionPolicy), not which tiers it
+// may preempt nor whether it may be preempted: the borrowed band below
+// every guaranteed tier and the eviction guard keep guaranteed work safe
+// (docs/architecture.md, "Eviction obeys the authority").
 func priorityClasses(s model.Model) []Object {
 	var out []Object
-	for _, name := range s.TierNames() {
-		t := s.Priorities[name]
-		o := newObject(PriorityClassKind, "", name, nil)
-		o.Object["value"] = int64(t.Value)
-		policy := "PreemptLowerPriority"
-		if len(s.Preemption.MayPreempt[name]) == 0 {
-			policy = "Never"
+	for _, c := range s.Classes() {
+		o := newObject(PriorityClassKind, "", c.Name, nil)
+		o.Object["value"] = int64(c.Value)
+		policy := "Never"
+		if c.Preempts {
+			policy = "PreemptLowerPriority"
 		}
 		o.Object["preemptionPolicy"] = policy
-		if t.Description != "" {
-			o.Object["description"] = t.Description
+		if c.Description != "" {
+			o.Object["description"] = c.Description
 		}
 		out = append(out, o)
 	}

@@ -68,6 +68,11 @@ func TestRenderExample(t *testing.T) {
 		{find(t, objs, PriorityClassKind, "", "train"), []string{"preemptionPolicy"}, "Never"},
 		{find(t, objs, PriorityClassKind, "", "inference"), []string{"preemptionPolicy"}, "PreemptLowerPriority"},
 		{find(t, objs, PriorityClassKind, "", "inference"), []string{"value"}, int64(125)},
+		// Borrowed work runs below every guaranteed tier and preempts nothing.
+		{find(t, objs, PriorityClassKind, "", "build-borrowed"), []string{"value"}, int64(98)},
+		{find(t, objs, PriorityClassKind, "", "build-borrowed"), []string{"preemptionPolicy"}, "Never"},
+		{find(t, objs, PriorityClassKind, "", "inference-borrowed"), []string{"value"}, int64(99)},
+		{find(t, objs, PriorityClassKind, "", "build"), []string{"preemptionPolicy"}, "PreemptLowerPriority"},
 
 		{find(t, objs, VolcanoQueueKind, "", "research-llm"), []string{"spec", "parent"}, "research"},
 		{find(t, objs, VolcanoQueueKind, "", "research-llm"), []string{"spec", "capability", "nvidia.com/gpu"}, "256"},

@@ -15,7 +15,8 @@ import data.mandate.topology
 directives := object.union(_topology, {
 	"scheduler": array.concat([s | some t in lib.chain; s := model.tenants[t].scheduler], ["default"])[0],
 	"queue": object.get(model.tenants[lib.tenant], "queue", lib.tenant),
-	"priorityClass": lib.effective_class,
+	"priorityClass": _priority_class,
+	"tier": lib.effective_class,
 	"preemptible": preemption.preemptible_flag,
 	"gangMin": preemption.gang_min,
 	"labels": {"mandate.dev/tenant": lib.tenant},
@@ -24,6 +25,15 @@ directives := object.union(_topology, {
 	lib.tenant_known
 	mp := object.get(model.preemption.mayPreempt, lib.effective_class, [])
 }
+
+# The class the work runs at: its tier's, or, for work of a non-preemptible
+# tier that the quota rules made preemptible (beyond a guarantee), the
+# tier's borrowed class, which every scheduler ranks below all guaranteed
+# work (docs/model.md, "Borrowed work").
+_priority_class := lib.borrowed_class(lib.effective_class) if {
+	not lib.tier.preemptible
+	preemption.preemptible_flag
+} else := lib.effective_class
 
 # Topology directives only for GPU gangs the rules place.
 _topology := {

@@ -51,3 +51,23 @@ test_cpu_only_work_gets_no_topology if {
 test_unknown_tenant_gets_no_directives if {
 	not directives.directives with input as testing.input_for("nobody", {}) with data.mandate.model as testing.model
 }
+
+# Non-preemptible work beyond the guarantee runs at its tier's borrowed
+# class, below every guaranteed tier; the tier is still named.
+test_work_beyond_the_guarantee_runs_at_the_borrowed_class if {
+	d := directives.directives with input as object.union(
+		testing.input_for("svc", object.union(testing.gang(2, 8), {"priorityClass": "critical"})),
+		{"usage": {"svc": {"nvidia.com/gpu": {"total": 24, "nonPreemptible": 24}}}},
+	)
+		with data.mandate.model as testing.model
+	d.priorityClass == "critical-borrowed"
+	d.tier == "critical"
+	d.preemptible == true
+}
+
+# A preemptible tier keeps its class beyond the guarantee too.
+test_preemptible_tiers_keep_their_class if {
+	d := directives.directives with input as testing.input_for("lab-a", testing.gang(8, 8)) with data.mandate.model as testing.model
+	d.priorityClass == "scavenger"
+	d.tier == "scavenger"
+}

@@ -57,6 +57,12 @@ effective_class := c if {
 
 tier := model.priorities[effective_class]
 
+# The priority class of a non-preemptible tier's work beyond a guarantee,
+# admitted preemptible: it runs below every guaranteed tier, so schedulers
+# that rank victims by value evict it first (Go: model.BorrowedClass, whose
+# test keeps the two names in step).
+borrowed_class(t) := sprintf("%s-borrowed", [t])
+
 gpu_workload if workload.totalGPUs > 0
 
 # The number of pods that must run together: the elastic minimum, else all.
