@@ -12,6 +12,7 @@ import (
 
 	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/fixtures"
@@ -88,7 +89,8 @@ func buildJob(name string, pods int64) *unstructured.Unstructured {
 // suspended until its ClusterQueue admits it, so that a second one created
 // right after it is not granted the same guarantee: product (128 GPUs
 // guaranteed, 112 used by non-preemptible pods) gets the first 16-GPU
-// build Job non-preemptible and the second one preemptible (borrowed).
+// build Job non-preemptible and the second one preemptible, in the
+// borrowed class build-borrowed.
 func TestKueueGuaranteedWorkloadHolds(t *testing.T) {
 	r := kueueReviewer(t)
 	ctx := context.Background()
@@ -105,6 +107,8 @@ func TestKueueGuaranteedWorkloadHolds(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, second.Decision.Allowed, "%v", second.Decision.Violations)
 	assert.True(t, second.Decision.Directives.Preemptible, "beyond product's guarantee once the first holds it: borrowed")
+	assert.Equal(t, model.BorrowedClass("build"), second.Decision.Directives.PriorityClass)
+	assert.Equal(t, "build", first.Decision.Directives.PriorityClass)
 	assert.Equal(t, after, r.State.Usage("product")["product"]["nvidia.com/gpu"], "borrowed work on Kueue reserves nothing: Kueue's quota governs it")
 }
 
