@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -66,8 +67,9 @@ const cohortGuarantee = 8
 // each, alpha's whole guarantee), created at once, are not both granted
 // the guarantee although Kueue keeps both suspended (their pods do not
 // exist yet): the first Mandate decides holds its 8 GPUs from admission,
-// so the other is admitted preemptible; the non-preemptible GPUs Mandate
-// recorded on the Jobs are the guarantee, not twice it. Kueue then admits
+// so the other is admitted preemptible, in the class build-borrowed; the
+// non-preemptible GPUs Mandate recorded on the Jobs are the guarantee, not
+// twice it. Kueue then admits
 // both (alpha's nominal 8, and 8 borrowed from beta), the job controller
 // creates their pods, and the guaranteed Job's pods count under its hold
 // once: alpha counts 8 non-preemptible GPUs of 16, in every replica. In
@@ -124,11 +126,13 @@ func TestKueueGuaranteedJobHolds(t *testing.T) {
 			if !d.Preemptible {
 				nonPreemptible += cohortGuarantee
 				granted = job.GetName()
+			} else if want := model.BorrowedClass("build"); d.PriorityClass != want {
+				t.Errorf("Job %s, beyond alpha's guarantee, is in class %s, want the borrowed %s", job.GetName(), d.PriorityClass, want)
 			}
 			t.Logf("Job %s: preemptible %v, class %s", job.GetName(), d.Preemptible, d.PriorityClass)
 		}
 		if nonPreemptible != cohortGuarantee {
-			t.Fatalf("Mandate recorded %d non-preemptible GPUs on alpha's two Jobs, want exactly its guarantee %d: one granted, one borrowed",
+			t.Fatalf("Mandate recorded %d non-preemptible GPUs on alpha's two Jobs, want exactly its guarantee %d: one granted (in build), one borrowed (in build-borrowed)",
 				nonPreemptible, cohortGuarantee)
 		}
 
@@ -156,4 +160,87 @@ func TestKueueGuaranteedJobHolds(t *testing.T) {
 			return true, ""
 		})
 	})
+}
+
+// TestKueueEvictsBorrowedWorkFirst (issue 32): in agreementTenants'
+// cohort, alpha runs a build Job a1 (8 GPUs, its whole guarantee:
+// non-preemptible) and an inference Job a2 (8 GPUs beyond it: borrowed,
+// in the class inference-borrowed, whose value is below build's although
+// inference's is above it); beta's build Job b1 (8 GPUs, within beta's
+// guarantee) then reclaims what alpha borrowed. Kueue's real controller,
+// which evicts the lowest priority first and never reads Mandate's
+// marking, evicts a2 and keeps a1: the WorkloadPriorityClasses mandate
+// sync made from the model rank borrowed work below every guaranteed tier.
+func TestKueueEvictsBorrowedWorkFirst(t *testing.T) {
+	ctx := context.Background()
+	var data map[string]any
+	dir := candidateDir(t, func(m map[string]any) {
+		agreementTenants(m)
+		m["tenants"].(map[string]any)["lab"].(map[string]any)["priorityClasses"] = []any{"train", "build", "inference"}
+		data = m
+	})
+	s, spec := startKueueCohort(t, startOptions{}, dir, "kueue-evict-r1", data)
+
+	uids := map[string]string{}
+	classes := map[string]string{}
+	arrive := func(j replay.Job, wantPreemptible bool, wantClass string) {
+		t.Helper()
+		job := s.create(t, agreementJob(j))
+		uids[j.Name] = string(job.GetUID())
+		d, ok, err := scheduler.RecordedDirectives(job.GetAnnotations())
+		if err != nil || !ok {
+			t.Fatalf("Job %s carries no directives Mandate recorded (%v)", j.Name, err)
+		}
+		if d.Preemptible != wantPreemptible || d.PriorityClass != wantClass {
+			t.Fatalf("Job %s admitted preemptible %v in class %s, want preemptible %v in %s", j.Name, d.Preemptible, d.PriorityClass, wantPreemptible, wantClass)
+		}
+		if got := job.GetLabels()[scheduler.LabelKueuePriorityClass]; got != wantClass {
+			t.Fatalf("Job %s: WorkloadPriorityClass label %q, want %s", j.Name, got, wantClass)
+		}
+		classes[j.Name] = wantClass
+	}
+	waitAdmitted := func(want ...string) {
+		t.Helper()
+		waitKueue(t, fmt.Sprintf("Kueue to admit %v", want), func() (bool, string) {
+			admitted, evicted, state := kueueState(ctx, t, s, uids)
+			return slices.Equal(admitted, want) && len(evicted) == 0, state
+		})
+	}
+	job := func(name, tenant, class string) replay.Job {
+		return replay.Job{Name: name, Tenant: tenant, Pods: 1, GPUsPerPod: cohortGuarantee, PriorityClass: class}
+	}
+
+	arrive(job("a1", "alpha", "build"), false, "build")
+	waitAdmitted("a1")
+	arrive(job("a2", "alpha", "inference"), true, model.BorrowedClass("inference"))
+	waitAdmitted("a1", "a2")
+	// The Workloads' priorities are the WorkloadPriorityClasses' values,
+	// as mandate sync made them: the borrowed a2 below the guaranteed a1.
+	priority := func(name string) int64 {
+		wl := workloadOf(ctx, t, s, "", uids[name])
+		p, _, _ := unstructured.NestedInt64(wl.Object, "spec", "priority")
+		return p
+	}
+	if p1, p2 := priority("a1"), priority("a2"); p2 >= p1 {
+		t.Fatalf("a2's Workload (class %s) has priority %d, a1's (class %s) %d: borrowed work must rank below guaranteed work",
+			classes["a2"], p2, classes["a1"], p1)
+	}
+
+	arrive(job("b1", "beta", "build"), false, "build")
+	waitKueue(t, "Kueue to reclaim beta's guarantee by evicting a2, keeping a1, admitting b1", func() (bool, string) {
+		admitted, evicted, state := kueueState(ctx, t, s, uids)
+		if slices.Contains(evicted, "a1") {
+			t.Fatalf("Kueue evicted a1, alpha's guaranteed build Job: %s", state)
+		}
+		return slices.Equal(admitted, []string{"a1", "b1"}) && slices.Equal(evicted, []string{"a2"}), state
+	})
+	wl := workloadOf(ctx, t, s, "alpha", uids["a2"])
+	reasons := map[string]string{}
+	for _, c := range conditionsOf(wl) {
+		reasons[c.Type] = c.Reason
+	}
+	if _, ok := reasons["Preempted"]; !ok {
+		t.Errorf("a2's Workload has conditions %v, want Kueue's Preempted", reasons)
+	}
+	t.Logf("a2 evicted (conditions %v); a1 and b1 admitted in ClusterQueues %s and %s", reasons, spec.QueueName("alpha"), spec.QueueName("beta"))
 }
