@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/scheduler"
@@ -242,5 +244,27 @@ func TestKueueEvictsBorrowedWorkFirst(t *testing.T) {
 	if _, ok := reasons["Preempted"]; !ok {
 		t.Errorf("a2's Workload has conditions %v, want Kueue's Preempted", reasons)
 	}
+	// Kueue suspends the evicted Job again and lets the others run;
+	// Mandate still holds a1's guarantee.
+	jobs := map[string]client.ObjectKey{"a1": {Namespace: "alpha", Name: "a1"}, "a2": {Namespace: "alpha", Name: "a2"}, "b1": {Namespace: "beta", Name: "b1"}}
+	wantSuspended := map[string]bool{"a1": false, "a2": true, "b1": false}
+	waitKueue(t, fmt.Sprintf("the Jobs suspended as %v", wantSuspended), func() (bool, string) {
+		got := map[string]bool{}
+		for name, key := range jobs {
+			j := &unstructured.Unstructured{}
+			j.SetAPIVersion("batch/v1")
+			j.SetKind("Job")
+			if err := s.env.Client.Get(ctx, key, j); err != nil {
+				return false, err.Error()
+			}
+			got[name], _, _ = unstructured.NestedBool(j.Object, "spec", "suspend")
+		}
+		return maps.Equal(got, wantSuspended), fmt.Sprintf("suspended: %v", got)
+	})
+	if admitted, evicted, state := kueueState(ctx, t, s, uids); !slices.Contains(admitted, "a1") || slices.Contains(evicted, "a1") {
+		t.Errorf("a1, alpha's guaranteed build Job, is no longer admitted or was evicted: %s", state)
+	}
+	s.waitUsage(t, "alpha's non-preemptible GPUs (a1's hold)", "alpha",
+		func(u map[string]map[string]ledger.Usage) int { return u["alpha"]["nvidia.com/gpu"].NonPreemptible }, cohortGuarantee)
 	t.Logf("a2 evicted (conditions %v); a1 and b1 admitted in ClusterQueues %s and %s", reasons, spec.QueueName("alpha"), spec.QueueName("beta"))
 }
