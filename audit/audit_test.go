@@ -171,7 +171,7 @@ func TestOwnUsageIsSubtractedExactly(t *testing.T) {
 	})
 	for _, r := range run(t, inv, p).Workloads {
 		if r.Workload.Name == "finetune" {
-			assert.Equal(t, []string{"preemptible: false -> true"}, r.Differences)
+			assert.Equal(t, []string{"preemptible: false -> true", "priorityClass: build -> build-borrowed"}, r.Differences)
 			assert.Contains(t, r.Warnings[0], "tenant product has 8 of 23 guaranteed nvidia.com/gpu in non-preemptible use and this workload needs 16 more")
 		}
 	}

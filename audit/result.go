@@ -216,8 +216,11 @@ func differences(obj *unstructured.Unstructured, next evaluator.Directives) []st
 	return out
 }
 
-// fields is d as its JSON object, field by field.
+// fields is d as its JSON object, field by field, with its tier always
+// named (Directives.TierName), so that a class turned borrowed differs in
+// its class, not in a tier only recorded beside borrowed classes.
 func fields(d evaluator.Directives) (map[string]any, error) {
+	d.Tier = d.TierName()
 	b, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("unable to encode the directives: %w", err)

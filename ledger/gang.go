@@ -50,6 +50,7 @@ func (l *Ledger) ClaimGangPod(ownerUID, tenant, key string, size int, ttl time.D
 	if c, again := pending[key]; again {
 		c.tenant, c.expires = tenant, now.Add(ttl)
 		pending[key] = c
+		l.due(c.expires, expiresClaim, key, ownerUID)
 		return true, false
 	}
 	if l.owned[ownedKey(tenant, ownerUID)]+len(pending) >= size {
@@ -63,6 +64,7 @@ func (l *Ledger) ClaimGangPod(ownerUID, tenant, key string, size int, ttl time.D
 		l.claims[ownerUID] = pending
 	}
 	pending[key] = claim{tenant: tenant, expires: now.Add(ttl), made: now}
+	l.due(now.Add(ttl), expiresClaim, key, ownerUID)
 	return true, true
 }
 
@@ -133,6 +135,7 @@ func (l *Ledger) setTreeClaims(root string, rs map[string]Reservation) {
 			c.made, c.verified = old.made, old.verified
 		}
 		pending[key] = c
+		l.due(c.expires, expiresClaim, key, r.Owner)
 	}
 }
 
@@ -153,6 +156,7 @@ func (l *Ledger) confirmClaim(namespace, name, reservation, owner string) {
 		// holding the slot), never read back as pending here: the pod
 		// counted holds it (owned).
 		l.settling[ClaimKeyPrefix+key] = settled{r: Reservation{Tenant: c.tenant, Owner: owner, Expires: c.expires}, at: l.now()}
+		l.due(l.settling[ClaimKeyPrefix+key].at.Add(SettleTime), expiresSettling, ClaimKeyPrefix+key, "")
 	}
 	if len(pending) == 0 {
 		delete(l.claims, owner)

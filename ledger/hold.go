@@ -124,6 +124,7 @@ func (l *Ledger) settle(key string) {
 		return
 	}
 	l.settling[key] = settled{r: r.Reservation, at: l.now()}
+	l.due(l.settling[key].at.Add(SettleTime), expiresSettling, key, "")
 	l.release(key)
 }
 

@@ -95,6 +95,9 @@ type Ledger struct {
 	// UID → claim key → claim): see ClaimGangPod.
 	owned  map[string]int
 	claims map[string]map[string]claim
+	// expiries are the deadlines of reserved, settling and claims, the
+	// soonest first (expire).
+	expiries expiries
 	// draClaims are the DRA ResourceClaims' GPUs by claim key
 	// (namespace/name), holders the pods holding each (pod key → its
 	// input) and holding the inputs of the pods that hold any: see

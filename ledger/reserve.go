@@ -147,6 +147,7 @@ func (l *Ledger) storedPod(key string) bool {
 func (l *Ledger) add(key string, r Reservation) {
 	delete(l.settling, key)
 	l.reserved[key] = &reservation{Reservation: r, made: l.now()}
+	l.due(r.Expires, expiresReservation, key, "")
 	l.refresh(key)
 }
 
@@ -307,32 +308,6 @@ func (l *Ledger) setApplied(r *reservation, left map[string]int) {
 	l.applyReservation(r, r.applied, -1)
 	r.applied = left
 	l.applyReservation(r, r.applied, +1)
-}
-
-// expire drops reservations and gang claims past their time. Callers
-// hold the lock.
-func (l *Ledger) expire() {
-	now := l.now()
-	for key, r := range l.reserved {
-		if now.After(r.Expires) {
-			l.release(key)
-		}
-	}
-	for key, st := range l.settling {
-		if now.Sub(st.at) > SettleTime {
-			delete(l.settling, key)
-		}
-	}
-	for owner, pending := range l.claims {
-		for key, c := range pending {
-			if now.After(c.expires) {
-				delete(pending, key)
-			}
-		}
-		if len(pending) == 0 {
-			delete(l.claims, owner)
-		}
-	}
 }
 
 func (l *Ledger) applyReservation(r *reservation, gpus map[string]int, sign int) {

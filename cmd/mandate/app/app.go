@@ -112,6 +112,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("unable to build the scheme: %w", err)
 	}
+	enableLockProfiles(c.PprofAddr)
 	s.Manager, err = ctrl.NewManager(rc, manager.Options{
 		Scheme: scheme,
 		Logger: ctrl.LoggerFrom(ctx),
