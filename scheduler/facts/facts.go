@@ -147,7 +147,8 @@ type Scheduler struct {
 
 	// OwnsQuota: the scheduler admits a workload into its own quota by
 	// unsuspending it. Mandate then holds (suspends) the workload on
-	// CREATE and reserves nothing for it.
+	// CREATE, and reserves nothing for it when it is preemptible (a
+	// non-preemptible one holds its guarantee, queued or not).
 	OwnsQuota bool
 
 	// DefaultQueue is the queue the scheduler's CRDs write into an object
