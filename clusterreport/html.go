@@ -4,99 +4,175 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
+	"strconv"
+	"strings"
+
+	"github.com/mandate-dev/mandate/internal/chart"
 )
 
-// WriteHTML writes the report as one self-contained page: inline CSS and
-// SVG, no script and nothing fetched. It shows per-tenant stacked bars
-// (used, idle within guarantee, blocked demand against guarantee and
-// ceiling), a heat map of free GPUs per topology domain, and the blocked
-// demand with its rule.
+// WriteHTML writes the report as one self-contained page: inline CSS,
+// SVG and a small sorting script, nothing fetched. Per GPU resource, a
+// stacked bar per tenant (used, idle within guarantee, blocked demand)
+// against its guarantee and ceiling, every number written beside it; a
+// heat map of free GPUs per topology domain, each cell named; the blocked
+// demand with its rule and the capacity as tables.
 func WriteHTML(w io.Writer, r *Report) error {
-	if err := page.Execute(w, htmlView(r)); err != nil {
+	v := pageView{R: r, CSS: chart.CSS, Script: chart.SortScript, Tenants: tenantCharts(r), Heat: heatMap(r)}
+	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("unable to write the HTML report: %w", err)
 	}
 	return nil
 }
 
-type barView struct {
-	Label, Resource                        string
-	Y                                      int
-	UsedNP, UsedP, Idle, Pending           seg
-	GuaranteeX, CeilingX                   float64
-	HasGuarantee, HasCeiling               bool
-	Guaranteed, Ceiling, Used, PendingGPUs int
-	IdleInGuarantee, NonPreemptible, Depth int
-}
-
-type seg struct {
-	X, W float64
-	N    int
-}
-
-type cellView struct {
-	X, Y                   int
-	Fill                   string
-	Domain, Product        string
-	Free, Total, Unhealthy int
-}
-
 type pageView struct {
-	R          *Report
-	Bars       []barView
-	BarsHeight int
-	Cells      []cellView
-	HeatHeight int
+	R       *Report
+	CSS     template.CSS
+	Script  template.JS
+	Tenants []template.HTML
+	Heat    template.HTML
 }
 
-const (
-	barLeft  = 230.0
-	barWidth = 620.0
-	barRow   = 34
-	cell     = 46
-	perRow   = 16
-)
+const chartWidth = 940.0
 
-func htmlView(r *Report) pageView {
-	v := pageView{R: r}
-	for i, t := range r.Tenants {
-		scale := float64(max(t.Ceiling, t.Used+t.IdleInGuarantee+t.PendingGPUs, t.Guaranteed, 1))
-		w := func(n int) float64 { return math.Round(barWidth*float64(n)/scale*10) / 10 }
-		x := func(n int) float64 { return barLeft + w(n) }
-		b := barView{Label: t.Tenant, Resource: t.ResourceName(), Y: 10 + i*barRow, Depth: t.Depth,
-			Guaranteed: t.Guaranteed, Ceiling: t.Ceiling, Used: t.Used, PendingGPUs: t.PendingGPUs,
-			IdleInGuarantee: t.IdleInGuarantee, NonPreemptible: t.NonPreemptible}
-		b.UsedNP = seg{X: barLeft, W: w(t.NonPreemptible), N: t.NonPreemptible}
-		b.UsedP = seg{X: x(t.NonPreemptible), W: w(t.Used - t.NonPreemptible), N: t.Used - t.NonPreemptible}
-		b.Idle = seg{X: x(t.Used), W: w(t.IdleInGuarantee), N: t.IdleInGuarantee}
-		b.Pending = seg{X: x(t.Used + t.IdleInGuarantee), W: w(t.PendingGPUs), N: t.PendingGPUs}
-		if t.Guaranteed >= 0 {
-			b.HasGuarantee, b.GuaranteeX = true, x(t.Guaranteed)
-		}
-		if t.Ceiling >= 0 {
-			b.HasCeiling, b.CeilingX = true, x(t.Ceiling)
-		}
-		v.Bars = append(v.Bars, b)
-	}
-	v.BarsHeight = 20 + len(v.Bars)*barRow
-	for i, d := range r.Domains {
-		c := cellView{X: 4 + (i%perRow)*cell, Y: 4 + (i/perRow)*cell, Domain: d.Domain, Product: d.Product,
-			Free: d.Free, Total: d.Total, Unhealthy: d.Unhealthy, Fill: heat(d)}
-		v.Cells = append(v.Cells, c)
-	}
-	v.HeatHeight = 8 + ((len(r.Domains)+perRow-1)/perRow)*cell
-	return v
+// tenantSeries are the tenant bars' segments and markers.
+var tenantSeries = []chart.Series{
+	{Key: "used-nonpreemptible", Label: "used, non-preemptible", Color: "#2c5d8f"},
+	{Key: "used-preemptible", Label: "used, preemptible", Color: "#7fa8d1"},
+	{Key: "idle", Label: "idle within guarantee", Color: "#cdebd3", Stroke: "#3b8f50"},
+	{Key: "pending", Label: "blocked demand", Color: "#e8a09a"},
+	{Key: "guarantee", Label: "guarantee", Color: "#1d2430", Line: true},
+	{Key: "ceiling", Label: "ceiling", Color: "#c0392b", Line: true},
 }
+
+// tenantCharts draws a chart per GPU resource (and product with its own
+// quota), the tenants in hierarchy order, all on that resource's scale.
+func tenantCharts(r *Report) []template.HTML {
+	var order []string
+	rows := map[string][]chart.StackRow{}
+	for _, t := range r.Tenants {
+		name := t.ResourceName()
+		if _, ok := rows[name]; !ok {
+			order = append(order, name)
+		}
+		rows[name] = append(rows[name], tenantRow(t))
+	}
+	var out []template.HTML
+	for i, name := range order {
+		unit := "GPUs"
+		if strings.Contains(name, "/mig-") {
+			unit = "MIG slices"
+		}
+		c := chart.StackChart{ID: "tenants-" + strconv.Itoa(i), Title: name, Category: "tenant",
+			Value: chart.Axis{Title: unit, Unit: name, Whole: true}, Series: tenantSeries, Rows: rows[name], Width: chartWidth,
+			Format: func(v float64) string { return chart.Num(v, 0) }}
+		out = append(out, c.HTML())
+	}
+	return out
+}
+
+func tenantRow(t TenantRow) chart.StackRow {
+	res := t.ResourceName()
+	row := chart.StackRow{Label: t.Tenant, Indent: t.Depth, Class: "tenant", Data: map[string]string{
+		"tenant": t.Tenant, "resource": res, "used": strconv.Itoa(t.Used), "guaranteed": strconv.Itoa(t.Guaranteed),
+		"ceiling": strconv.Itoa(t.Ceiling), "pending": strconv.Itoa(t.PendingGPUs)}}
+	seg := func(key string, n int, what string) {
+		row.Segments = append(row.Segments, chart.Bar{Series: key, Value: float64(n),
+			Title: fmt.Sprintf("%s, %s: %d %s", t.Tenant, res, n, what)})
+	}
+	np, p := t.NonPreemptible, t.Used-t.NonPreemptible
+	seg("used-nonpreemptible", np, "used, non-preemptible")
+	seg("used-preemptible", p, "used, preemptible")
+	seg("idle", t.IdleInGuarantee, "idle within guarantee")
+	seg("pending", t.PendingGPUs, fmt.Sprintf("wanted by %d blocked workloads%s", t.PendingWorkloads, blockedBy(t.BlockedBy)))
+	var used []chart.Part
+	switch {
+	case np > 0 && p > 0:
+		used = []chart.Part{{Text: fmt.Sprintf("used %d = ", t.Used)}, {Text: fmt.Sprintf("%d non-preemptible", np), Of: "used-nonpreemptible"},
+			{Text: " + "}, {Text: fmt.Sprintf("%d preemptible", p), Of: "used-preemptible"}}
+	case np > 0:
+		used = []chart.Part{{Text: fmt.Sprintf("used %d non-preemptible", np), Of: "used-nonpreemptible"}}
+	case p > 0:
+		used = []chart.Part{{Text: fmt.Sprintf("used %d preemptible", p), Of: "used-preemptible"}}
+	default:
+		used = []chart.Part{{Text: "used 0"}}
+	}
+	var rest []chart.Part
+	add := func(text, of string) {
+		if len(rest) > 0 {
+			rest = append(rest, chart.Part{Text: " · "})
+		}
+		rest = append(rest, chart.Part{Text: text, Of: of})
+	}
+	if t.IdleInGuarantee > 0 {
+		add(fmt.Sprintf("idle %d", t.IdleInGuarantee), "idle")
+	}
+	if t.PendingGPUs > 0 {
+		add(fmt.Sprintf("blocked %d", t.PendingGPUs), "pending")
+	}
+	if t.Guaranteed >= 0 {
+		add(fmt.Sprintf("guarantee %d", t.Guaranteed), "guarantee")
+		row.Markers = append(row.Markers, chart.Bar{Series: "guarantee", Value: float64(t.Guaranteed),
+			Title: fmt.Sprintf("%s, %s: guarantee %d", t.Tenant, res, t.Guaranteed)})
+	} else {
+		add("no guarantee", "")
+	}
+	if t.Ceiling >= 0 {
+		add(fmt.Sprintf("ceiling %d", t.Ceiling), "ceiling")
+		row.Markers = append(row.Markers, chart.Bar{Series: "ceiling", Value: float64(t.Ceiling),
+			Title: fmt.Sprintf("%s, %s: ceiling %d", t.Tenant, res, t.Ceiling)})
+	} else {
+		add("no ceiling", "")
+	}
+	row.Summary = [][]chart.Part{used, rest}
+	return row
+}
+
+func blockedBy(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return ", by " + countsText(m)
+}
+
+// heatMap draws a cell per domain of r.HeatLevel, named, with its free
+// and total GPUs.
+func heatMap(r *Report) template.HTML {
+	c := chart.HeatMap{ID: "heatmap", Unit: "free / total GPUs per " + r.HeatLevel, Width: chartWidth, Legend: []chart.Series{
+		{Key: "none", Label: "none free", Color: heatColor(0)},
+		{Key: "all", Label: "all free", Color: heatColor(1)},
+		{Key: "unhealthy", Label: "unhealthy (outlined)", Color: unusable, Stroke: "#c0392b"},
+	}}
+	for _, d := range r.Domains {
+		title := fmt.Sprintf("%s %s (%s): %d of %d GPUs free", r.HeatLevel, d.Domain, d.Product, d.Free, d.Total)
+		if d.Unhealthy > 0 {
+			title += fmt.Sprintf(", %d unhealthy", d.Unhealthy)
+		}
+		c.Cells = append(c.Cells, chart.Cell{Name: d.Domain, Value: fmt.Sprintf("%d / %d free", d.Free, d.Total), Title: title,
+			Fill: heat(d), Alert: d.Unhealthy > 0, Class: "domain", Data: map[string]string{"domain": d.Domain,
+				"free": strconv.Itoa(d.Free), "total": strconv.Itoa(d.Total), "unhealthy": strconv.Itoa(d.Unhealthy)}})
+	}
+	return c.HTML()
+}
+
+const unusable = "#b0b0b0"
 
 // heat colours a domain by its free share: grey when it has nothing
 // usable, pale to deep green as more of it is free.
 func heat(d DomainRow) string {
 	if d.Total == 0 || d.Total == d.Unhealthy {
-		return "#b0b0b0"
+		return unusable
 	}
-	f := float64(d.Free) / float64(d.Total)
-	light := 92 - int(f*62)
-	return fmt.Sprintf("hsl(140, 55%%, %d%%)", light)
+	return heatColor(float64(d.Free) / float64(d.Total))
+}
+
+// heatColor mixes pale green (f=0) to deep green (f=1).
+func heatColor(f float64) string {
+	lo, hi := [3]float64{0xe4, 0xf4, 0xe7}, [3]float64{0x1e, 0x6e, 0x38}
+	var c [3]int
+	for i := range c {
+		c[i] = int(lo[i] + (hi[i]-lo[i])*f + 0.5)
+	}
+	return fmt.Sprintf("#%02x%02x%02x", c[0], c[1], c[2])
 }
 
 var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -106,49 +182,30 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 8px}
 .headline{font-size:17px;font-weight:600;padding:10px 14px;border-left:5px solid #c0392b;background:#fbeeee;margin:10px 0}
 .meta{color:#667;font-size:12px}
-table{border-collapse:collapse;font-size:13px} th,td{padding:4px 10px;border-bottom:1px solid #e3e6ea;text-align:left;vertical-align:top}
-th{background:#f3f5f7} td.n{text-align:right;font-variant-numeric:tabular-nums}
-.legend span{display:inline-block;margin-right:14px;font-size:12px} .sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}
-svg text{font-size:12px;fill:#1d2430}
-.rule{font-family:ui-monospace,monospace;font-size:12px}
+.rule{font-family:ui-monospace,monospace;font-size:.95em}
+{{.CSS}}
 </style></head><body>
 <h1>Mandate cluster report</h1>
 <div class="meta">policy revision {{.R.Revision}} · {{.R.Source}}</div>
 <p class="headline" id="headline">{{.R.Headline}}</p>
-<table id="summary"><tr><th>idle GPUs</th><th>stranded</th><th>unhealthy</th><th>unavailable</th><th>blocked workloads</th><th>blocked GPUs</th></tr>
-<tr><td class="n" id="idle">{{.R.IdleGPUs}}</td><td class="n" id="stranded">{{.R.StrandedGPUs}}</td><td class="n" id="unhealthy">{{.R.UnhealthyGPUs}}</td><td class="n">{{.R.UnavailableGPUs}}</td><td class="n">{{.R.BlockedWorkloads}}</td><td class="n">{{.R.BlockedGPUs}}</td></tr></table>
+<table class="data" id="summary"><thead><tr><th class="n">idle GPUs</th><th class="n">stranded</th><th class="n">unhealthy</th><th class="n">unavailable</th><th class="n">blocked workloads</th><th class="n">blocked GPUs</th></tr></thead>
+<tbody><tr><td class="n" id="idle">{{.R.IdleGPUs}}</td><td class="n" id="stranded">{{.R.StrandedGPUs}}</td><td class="n" id="unhealthy">{{.R.UnhealthyGPUs}}</td><td class="n">{{.R.UnavailableGPUs}}</td><td class="n">{{.R.BlockedWorkloads}}</td><td class="n">{{.R.BlockedGPUs}}</td></tr></tbody></table>
 
 <h2>Tenants: used, idle within guarantee and blocked demand against guarantee and ceiling</h2>
-<div class="legend"><span><i class="sw" style="background:#2c5d8f"></i>used, non-preemptible</span><span><i class="sw" style="background:#7fa8d1"></i>used, preemptible</span><span><i class="sw" style="background:#cdebd3;border:1px solid #3b8f50"></i>idle within guarantee</span><span><i class="sw" style="background:#e8a09a"></i>blocked demand</span><span><i class="sw" style="background:#1d2430;width:3px"></i>guarantee</span><span><i class="sw" style="background:#c0392b;width:3px"></i>ceiling</span></div>
-<svg id="tenant-bars" xmlns="http://www.w3.org/2000/svg" width="900" height="{{.BarsHeight}}" viewBox="0 0 900 {{.BarsHeight}}">
-{{range .Bars}}<g class="tenant" data-tenant="{{.Label}}" data-resource="{{.Resource}}" data-used="{{.Used}}" data-guaranteed="{{.Guaranteed}}" data-ceiling="{{.Ceiling}}" data-pending="{{.PendingGPUs}}">
-<text x="{{.Depth}}0" y="{{.Y}}" dy="16">{{.Label}}</text><text x="{{.Depth}}0" y="{{.Y}}" dy="28" style="font-size:10px;fill:#667">{{.Resource}}</text>
-<rect x="230" y="{{.Y}}" width="620" height="22" fill="#f3f5f7"/>
-{{if .UsedNP.N}}<rect class="used nonpreemptible" x="{{.UsedNP.X}}" y="{{.Y}}" width="{{.UsedNP.W}}" height="22" fill="#2c5d8f"><title>{{.UsedNP.N}} used, non-preemptible</title></rect>{{end}}
-{{if .UsedP.N}}<rect class="used preemptible" x="{{.UsedP.X}}" y="{{.Y}}" width="{{.UsedP.W}}" height="22" fill="#7fa8d1"><title>{{.UsedP.N}} used, preemptible</title></rect>{{end}}
-{{if .Idle.N}}<rect class="idle" x="{{.Idle.X}}" y="{{.Y}}" width="{{.Idle.W}}" height="22" fill="#cdebd3" stroke="#3b8f50"><title>{{.Idle.N}} idle within guarantee</title></rect>{{end}}
-{{if .Pending.N}}<rect class="pending" x="{{.Pending.X}}" y="{{.Y}}" width="{{.Pending.W}}" height="22" fill="#e8a09a"><title>{{.Pending.N}} blocked</title></rect>{{end}}
-{{if .HasGuarantee}}<rect class="guarantee" x="{{.GuaranteeX}}" y="{{.Y}}" width="3" height="26" fill="#1d2430" transform="translate(-1.5,-2)"><title>guarantee {{.Guaranteed}}</title></rect>{{end}}
-{{if .HasCeiling}}<rect class="ceiling" x="{{.CeilingX}}" y="{{.Y}}" width="3" height="26" fill="#c0392b" transform="translate(-1.5,-2)"><title>ceiling {{.Ceiling}}</title></rect>{{end}}
-</g>
-{{end}}</svg>
+{{range .Tenants}}{{.}}{{end}}
 
 <h2>Free GPUs per {{.R.HeatLevel}}</h2>
-<div class="legend"><span><i class="sw" style="background:hsl(140,55%,92%)"></i>none free</span><span><i class="sw" style="background:hsl(140,55%,30%)"></i>all free</span><span><i class="sw" style="background:#b0b0b0;border:2px solid #c0392b"></i>unhealthy</span></div>
-<svg id="heatmap" xmlns="http://www.w3.org/2000/svg" width="740" height="{{.HeatHeight}}" viewBox="0 0 740 {{.HeatHeight}}">
-{{range .Cells}}<g class="domain" data-domain="{{.Domain}}" data-free="{{.Free}}" data-total="{{.Total}}" data-unhealthy="{{.Unhealthy}}">
-<rect class="cell{{if .Unhealthy}} unhealthy{{end}}" x="{{.X}}" y="{{.Y}}" width="42" height="42" rx="3" fill="{{.Fill}}"{{if .Unhealthy}} stroke="#c0392b" stroke-width="3"{{end}}><title>{{.Domain}} ({{.Product}}): {{.Free}} of {{.Total}} free{{if .Unhealthy}}, {{.Unhealthy}} unhealthy{{end}}</title></rect>
-<text x="{{.X}}" y="{{.Y}}" dx="21" dy="26" text-anchor="middle">{{.Free}}</text></g>
-{{end}}</svg>
+{{.Heat}}
 
 <h2>Blocked demand</h2>
-<table id="blocked"><thead><tr><th>workload</th><th>tenant</th><th>GPUs</th><th>dimension</th><th>rule</th><th>what holds it</th><th>to run</th></tr></thead><tbody>
+<table class="data sortable" id="blocked"><thead><tr><th>workload</th><th>tenant</th><th class="n">GPUs</th><th>dimension</th><th>rule</th><th>what holds it</th><th>to run</th></tr></thead><tbody>
 {{range .R.Blocked}}<tr class="blocked"><td>{{.Workload}}</td><td>{{.Tenant}}</td><td class="n">{{.GPUs}}</td><td>{{.Dimension}}</td><td class="rule">{{.Rule}}</td><td>{{.Message}}</td><td>{{.Unblock}}</td></tr>
 {{end}}</tbody></table>
 
 <h2>Capacity by GPU resource and product</h2>
-<table id="capacity"><thead><tr><th>resource</th><th>product</th><th>total</th><th>used</th><th>free</th><th>stranded</th><th>unhealthy</th><th>unavailable</th></tr></thead><tbody>
+<table class="data sortable" id="capacity"><thead><tr><th>resource</th><th>product</th><th class="n">total</th><th class="n">used</th><th class="n">free</th><th class="n">stranded</th><th class="n">unhealthy</th><th class="n">unavailable</th></tr></thead><tbody>
 {{range .R.Capacity}}<tr><td>{{.Resource}}</td><td>{{.Product}}</td><td class="n">{{.Total}}</td><td class="n">{{.Used}}</td><td class="n">{{.Free}}</td><td class="n">{{.Stranded}}</td><td class="n">{{.Unhealthy}}</td><td class="n">{{.Unavailable}}</td></tr>
 {{end}}</tbody></table>
+<script>{{.Script}}</script>
 </body></html>
 `))

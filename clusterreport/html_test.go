@@ -2,7 +2,6 @@ package clusterreport_test
 
 import (
 	"bytes"
-	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -16,14 +15,16 @@ import (
 	"github.com/mandate-dev/mandate/internal/browsertest"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the screenshot to docs/img/report.png for the README")
-
-// TestHTMLRendersInChromium: the report page, rendered by a real browser,
-// has the headline, one stacked bar per tenant row with used, idle and
-// blocked segments and guarantee and ceiling marks, one heat-map cell per
-// domain (the unhealthy one marked), and one row per blocked workload; the
-// screenshot shows the blocked-demand colour. Nothing is fetched: the page
-// has no URL but its own.
+// TestHTMLRendersInChromium: the report page, rendered by a real browser.
+// Every chart passes browsertest's checks (axis titles with units, a
+// legend entry per series, a visible value and a hover title on every
+// bar and marker, every heat-map cell named, tables that sort); a chart
+// per GPU resource with one stacked bar per tenant row (used, idle and
+// blocked segments, guarantee and ceiling marks); one heat-map cell per
+// domain (the unhealthy one marked); one row per blocked workload. The
+// screenshot (docs/img/report.png with MANDATE_UPDATE_SCREENSHOTS=1)
+// shows the blocked-demand colour. Nothing is fetched: the page has no
+// URL but its own.
 func TestHTMLRendersInChromium(t *testing.T) {
 	bin := browsertest.Chromium(t)
 	rep := fixtureReport(t)
@@ -31,27 +32,55 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	require.NoError(t, clusterreport.WriteHTML(&page, rep))
 	html := page.String()
 	assert.NotRegexp(t, `(src|href)=|@import|url\(`, html, "self-contained: nothing to fetch")
-	dir := t.TempDir()
-	file := filepath.Join(dir, "report.html")
+	file := filepath.Join(t.TempDir(), "report.html")
 	require.NoError(t, os.WriteFile(file, page.Bytes(), 0o600))
 
-	dom := string(browsertest.Headless(t, bin, file, "--dump-dom"))
+	found, dom := browsertest.CheckCharts(t, bin, file)
+	assert.Empty(t, found.Problems, "what a person could not read")
+	resources := map[string]bool{}
+	for _, r := range rep.Tenants {
+		resources[r.ResourceName()] = true
+	}
+	bars, markers := 0, 0
+	for _, c := range found.Charts {
+		if c.Kind == "stack" {
+			bars += c.Bars
+			markers += c.Markers
+			assert.Len(t, c.Units, 1, c.ID)
+			assert.True(t, resources[c.Units[0]], "%s: the axis counts a resource, not %q", c.ID, c.Units[0])
+			delete(resources, c.Units[0])
+		}
+	}
+	assert.Empty(t, resources, "a chart per GPU resource")
+	segments := 0
+	for _, r := range rep.Tenants {
+		for _, n := range []int{r.NonPreemptible, r.Used - r.NonPreemptible, r.IdleInGuarantee, r.PendingGPUs} {
+			if n > 0 {
+				segments++
+			}
+		}
+	}
+	assert.Equal(t, segments, bars, "a bar segment per used, idle and blocked amount")
+	guarantees := countTenants(rep, func(r clusterreport.TenantRow) bool { return r.Guaranteed >= 0 })
+	ceilings := countTenants(rep, func(r clusterreport.TenantRow) bool { return r.Ceiling >= 0 })
+	assert.Equal(t, guarantees+ceilings, markers)
+	assert.Equal(t, len(rep.Domains), found.Chart(t, "heatmap").Cells)
+
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAllString(dom, -1)) }
 	assert.Contains(t, dom, rep.Headline)
-	assert.Equal(t, len(rep.Tenants), count(`<g class="tenant"`))
-	assert.Positive(t, count(`<rect class="used (non)?preemptible"`))
-	assert.Positive(t, count(`<rect class="idle"`))
-	assert.Equal(t, countTenants(rep, func(r clusterreport.TenantRow) bool { return r.PendingGPUs > 0 }), count(`<rect class="pending"`))
-	assert.Equal(t, countTenants(rep, func(r clusterreport.TenantRow) bool { return r.Guaranteed >= 0 }), count(`<rect class="guarantee"`))
-	assert.Equal(t, countTenants(rep, func(r clusterreport.TenantRow) bool { return r.Ceiling >= 0 }), count(`<rect class="ceiling"`))
+	assert.Equal(t, len(rep.Tenants), count(`<g class="row tenant"`))
+	assert.Equal(t, countTenants(rep, func(r clusterreport.TenantRow) bool { return r.PendingGPUs > 0 }), count(`<rect class="bar pending"`))
+	assert.Equal(t, guarantees, count(`<rect class="marker guarantee"`))
+	assert.Equal(t, ceilings, count(`<rect class="marker ceiling"`))
 	assert.Equal(t, len(rep.Domains), count(`<g class="domain"`))
-	assert.Equal(t, 1, count(`<rect class="cell unhealthy"`), "the GB200 clique is unhealthy")
+	assert.Equal(t, 1, count(`<rect class="cell alert"`), "the GB200 clique is unhealthy")
+	assert.Contains(t, dom, ">zone-c/s3/b9/b9-c0</text>", "the heat map names its cliques")
 	assert.Equal(t, len(rep.Blocked), count(`<tr class="blocked">`))
 	assert.Contains(t, dom, "QUOTA_CEILING_BUSY")
 	assert.Contains(t, dom, `id="stranded">30<`)
+	assert.Contains(t, dom, `>guarantee 96</tspan>`, "research-llm's guarantee is written beside its bar")
 
-	shot := filepath.Join(dir, "report.png")
-	browsertest.Headless(t, bin, file, "--screenshot="+shot)
+	shot := browsertest.Screenshot(t, bin, file, "report.png", 1500)
 	f, err := os.Open(shot)
 	require.NoError(t, err)
 	defer f.Close()
@@ -69,14 +98,6 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		}
 	}
 	assert.Greater(t, pending, 1000, "the blocked-demand bars are drawn")
-	artifact := filepath.Join(os.TempDir(), "mandate-report.png")
-	if data, err := os.ReadFile(shot); err == nil {
-		_ = os.WriteFile(artifact, data, 0o644)
-		t.Logf("screenshot: %s", artifact)
-		if *updateScreenshot {
-			require.NoError(t, os.WriteFile("../docs/img/report.png", data, 0o644))
-		}
-	}
 }
 
 func countTenants(r *clusterreport.Report, ok func(clusterreport.TenantRow) bool) int {

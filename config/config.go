@@ -95,6 +95,10 @@ type Sync struct {
 	Mode string `json:"mode" yaml:"mode" mapstructure:"mode"`
 	// Schedulers to configure; nil: those the model's tenants use.
 	Schedulers []string `json:"schedulers" yaml:"schedulers" mapstructure:"schedulers"`
+	// VolcanoConfigNamespace and VolcanoConfigName name the ConfigMap
+	// Volcano's scheduler reads volcano-scheduler.conf from.
+	VolcanoConfigNamespace string `json:"volcanoConfigNamespace" yaml:"volcanoConfigNamespace" mapstructure:"volcanoConfigNamespace"`
+	VolcanoConfigName      string `json:"volcanoConfigName" yaml:"volcanoConfigName" mapstructure:"volcanoConfigName"`
 }
 
 // DecisionLog configures the decision log: one JSON line per decision on

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/schedsync"
 )
 
 // TestKeysMatchServe: every leaf field of Serve has exactly one entry in
@@ -49,4 +50,13 @@ func TestKeysMatchServe(t *testing.T) {
 		assert.True(t, slices.Contains(names, name), "field %s has no entry in Keys", name)
 	}
 	require.NotPanics(t, func() { config.Default() })
+}
+
+// TestVolcanoConfigDefaults: the defaults of sync.volcanoConfig* are
+// schedsync's (which config cannot import: schedsync's tests reach config
+// through the test API server's certificates).
+func TestVolcanoConfigDefaults(t *testing.T) {
+	d := config.Default()
+	assert.Equal(t, schedsync.DefaultVolcanoConfigNamespace, d.Sync.VolcanoConfigNamespace)
+	assert.Equal(t, schedsync.DefaultVolcanoConfigName, d.Sync.VolcanoConfigName)
 }

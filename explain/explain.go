@@ -65,6 +65,9 @@ type Explanation struct {
 	// Scheduler is the scheduler's view of it: PodGroups, its Queue, Kueue
 	// Workloads. Kinds the cluster does not serve are simply absent.
 	Scheduler []SchedulerObject `json:"scheduler"`
+	// Eviction says whether it may be evicted for other work and by which
+	// rule; nil when it would not be admitted.
+	Eviction *Eviction `json:"eviction,omitempty"`
 	// Shape is its GPU demand.
 	Shape audit.Shape `json:"shape"`
 	// Subtracted is what of its own was taken out before deciding: its
@@ -185,6 +188,7 @@ func build(res *audit.Result, obj *unstructured.Unstructured, inv *inventory.Inv
 		}
 		e.Warnings = append(e.Warnings, w)
 	}
+	e.Eviction = evictionOf(obj, res.Directives, e, h)
 	e.Scheduler = schedulerView(obj, res.Directives, sched)
 	e.Blocks = append(e.Blocks, schedulerBlocks(e.Scheduler)...)
 	e.CanRunNow = len(e.Blocks) == 0

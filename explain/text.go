@@ -43,6 +43,9 @@ func WriteText(w io.Writer, e *Explanation) error {
 		}
 		b.WriteString("\n")
 	}
+	if ev := e.Eviction; ev != nil {
+		fmt.Fprintf(&b, "eviction: %s\n", ev.Message)
+	}
 	if len(e.Scheduler) > 0 {
 		b.WriteString("\nscheduler:\n")
 	}

@@ -309,9 +309,19 @@ func (s *Service) Stored(ctx context.Context, gvk schema.GroupVersionKind, names
 // holdsLive says whether the gang owner's hold lives: it is not being
 // deleted, suspended or finished (HoldOf).
 func holdsLive(owner *unstructured.Unstructured) bool {
-	if owner.GetDeletionTimestamp() != nil {
+	if ended(owner) {
 		return false
 	}
 	k, ok := workload.Lookup(owner.GroupVersionKind())
-	return !ok || (!suspended(k, owner) && !k.Finished.IsFinished(owner))
+	return !ok || !suspended(k, owner)
+}
+
+// ended says whether obj is being deleted or, by its kind's rule, finished:
+// nothing it was admitted for runs again.
+func ended(obj *unstructured.Unstructured) bool {
+	if obj.GetDeletionTimestamp() != nil {
+		return true
+	}
+	k, ok := workload.Lookup(obj.GroupVersionKind())
+	return ok && k.Finished.IsFinished(obj)
 }

@@ -25,9 +25,11 @@ func (s *Service) HoldOf(obj *unstructured.Unstructured) (ledger.Hold, bool) {
 // recorded directives and its demand now, for as long as it runs. ok is
 // false for an object Mandate did not admit (no recorded directives), a
 // bare pod (it counts itself), or a link of a gang (its root holds): it
-// holds nothing. A workload suspended, finished or being deleted, one
-// that does not normalise, or one whose scheduler owns its quota (Kueue:
-// its pods count once it lets them run), has a hold without GPUs.
+// holds nothing. A workload suspended, finished or being deleted, or one
+// that does not normalise, has a hold without GPUs; so has a preemptible
+// one whose scheduler owns its quota (Kueue: its pods count once it lets
+// them run). A non-preemptible one of such a scheduler holds while it is
+// suspended too (holdsQueued).
 func HoldOf(obj *unstructured.Unstructured, m model.Model) (ledger.Hold, bool) {
 	_, governed := workload.Lookup(obj.GroupVersionKind())
 	if !governed || obj.GroupVersionKind() == workload.PodGVK {
@@ -45,7 +47,11 @@ func HoldOf(obj *unstructured.Unstructured, m model.Model) (ledger.Hold, bool) {
 	if key := obj.GetAnnotations()[workload.AnnotationReservation]; ledger.IsRequestKey(h.Namespace, key) {
 		h.RequestKey = key
 	}
-	if !holdsLive(obj) || scheduler.OwnsQuota(d.Scheduler) {
+	live := holdsLive(obj)
+	if scheduler.OwnsQuota(d.Scheduler) {
+		live = holdsQueued(obj, d.Preemptible)
+	}
+	if !live {
 		return h, true
 	}
 	w, err := workload.Normalize(obj)
@@ -55,6 +61,25 @@ func HoldOf(obj *unstructured.Unstructured, m model.Model) (ledger.Hold, bool) {
 	mapGPUMemory(&w, m)
 	h.GPUs = demandOf(w)
 	return h, true
+}
+
+// holdsQueued says whether the hold of obj, a workload of a scheduler that
+// owns its quota (Kueue), lives: for a non-preemptible one, from its
+// admission until it finishes or is being deleted, suspended or not.
+// Kueue keeps it suspended while it queues and suspends it again when it
+// evicts it; Mandate granted it its guarantee at admission, and another
+// workload of the tenant must not be granted the same GPUs meanwhile (two
+// Jobs created back to back would both be non-preemptible beyond the
+// guarantee). Its pods, once Kueue lets them run, count under the hold
+// (ledger.Hold), not beside it. A preemptible one holds nothing: it is
+// borrowed work, which Kueue's own quota (nominal quota and borrowing
+// limit, which mandate sync renders from the same model) admits and
+// evicts; Mandate counts its pods once they exist, as it counts every
+// preemptible pod, and reserving for it while it queues would only keep
+// other borrowed work of the tenant out of the ceiling for GPUs Kueue may
+// never give it.
+func holdsQueued(obj *unstructured.Unstructured, preemptible bool) bool {
+	return !preemptible && !ended(obj)
 }
 
 // suspended says whether obj, of kind k, is suspended (its kind's suspend

@@ -382,17 +382,19 @@ func (s *Service) normalize(obj *unstructured.Unstructured) (workload.Workload, 
 }
 
 // reservation is what an admitted workload's GPUs hold until the informers
-// see its pods. Dry runs and the workloads of a scheduler that owns its
-// quota (Kueue's) reserve nothing.
+// see its pods (or, for a workload of a kind that holds, its stored
+// object: HoldOf). Dry runs reserve nothing, nor do the preemptible
+// workloads of a scheduler that owns its quota (Kueue's: holdsQueued).
 func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster.Reservation {
 	if !d.Allowed || dryRun {
 		return cluster.Reservation{}
 	}
-	if scheduler.OwnsQuota(d.Directives.Scheduler) {
-		// Kueue (a scheduler that owns its quota) holds the workload
-		// suspended until its ClusterQueue has room: that quota is Kueue's,
-		// so Mandate reserves nothing and counts the pods once Kueue lets
-		// them run.
+	if scheduler.OwnsQuota(d.Directives.Scheduler) && d.Directives.Preemptible {
+		// Borrowed work on Kueue (a scheduler that owns its quota) waits
+		// suspended until its ClusterQueue may borrow: that quota is
+		// Kueue's, so Mandate reserves nothing and counts the pods once
+		// Kueue lets them run. A non-preemptible one was granted the
+		// tenant's guarantee now, and reserves it, queued or not.
 		return cluster.Reservation{}
 	}
 	gpus := demandOf(w)

@@ -142,12 +142,24 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 			if apierrors.IsInvalid(err) {
 				return c, err
 			}
+			if apierrors.IsNotFound(err) && d.GetNamespace() != "" {
+				// Only the namespace can be missing: sync would fail.
+				c.Detail = fmt.Sprintf("namespace %s does not exist: is the scheduler installed elsewhere? %v", d.GetNamespace(), err)
+				return c, nil
+			}
 			c.Detail = "dry run refused (the objects before it are not created yet): " + err.Error()
 		}
 		return c, nil
 	case meta.IsNoMatchError(err):
 		return c, fmt.Errorf("unable to read %s %s: the API server does not serve it (are the scheduler's CRDs installed?): %w",
 			d.GetKind(), d.GetName(), err)
+	case apierrors.IsForbidden(err) && d.Vet != nil:
+		// A scheduler's configuration in its own namespace, where sync may
+		// not be granted (the chart grants it where that namespace exists
+		// at install): reported, and the rest is synced.
+		c.Action = Foreign
+		c.Detail = fmt.Sprintf("unable to read it, so it is left alone (grant get, create and patch of it, or leave its scheduler out): %v", err)
+		return c, nil
 	case err != nil:
 		return c, fmt.Errorf("unable to read %s %s: %w", d.GetKind(), d.GetName(), err)
 	}
@@ -177,6 +189,11 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 	if len(c.Fields) > 0 {
 		c.Action = Update
 	}
+	if d.Vet != nil {
+		if reasons := d.Vet(live); len(reasons) > 0 {
+			c.Detail = "as it is now it breaks the promise: " + strings.Join(reasons, "; ")
+		}
+	}
 	return c, nil
 }
 
@@ -187,6 +204,9 @@ func (s Syncer) planDesired(ctx context.Context, d Object) (Change, error) {
 func (s Syncer) planForeign(ctx context.Context, c Change, d Object, live *unstructured.Unstructured) Change {
 	c.Action = Foreign
 	c.Detail = "exists and is not labelled as Mandate's: left alone"
+	if d.Vet != nil {
+		return vetForeign(c, d, live)
+	}
 	after, err := s.apply(ctx, d.Unstructured, true)
 	if err != nil {
 		c.Detail += "; " + err.Error()
@@ -201,6 +221,21 @@ func (s Syncer) planForeign(ctx context.Context, c Change, d Object, live *unstr
 		c.Action = Unchanged
 		c.Detail = "not Mandate's, but as the model wants it"
 	}
+	return c
+}
+
+// vetForeign judges a foreign object the model only needs to keep the
+// promise, not to match: it is no drift when it does, and a Foreign change
+// with the reasons when it does not.
+func vetForeign(c Change, d Object, live *unstructured.Unstructured) Change {
+	reasons := d.Vet(live)
+	if len(reasons) == 0 {
+		c.Action = Unchanged
+		c.Detail = "not Mandate's, but keeps the promise"
+		return c
+	}
+	c.Detail += "; it breaks the promise: " + strings.Join(reasons, "; ") +
+		" (set it as mandate sync --diff shows, where it is installed from)"
 	return c
 }
 

@@ -114,6 +114,11 @@ func (r *Reconciler) RunOnce(ctx context.Context) error {
 	for _, k := range kinds() {
 		byKind[k.GVK.Kind+"."+k.GVK.Group] = 0
 	}
+	// And the kinds sync writes but never prunes (Volcano's scheduler
+	// ConfigMap), so their gauge drops once they no longer differ.
+	for _, c := range plan.Changes {
+		byKind[qualifiedKind(c)] += 0
+	}
 	for _, c := range plan.Drift() {
 		byKind[qualifiedKind(c)]++
 		if r.ReportOnly {
@@ -135,7 +140,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) error {
 			applies.WithLabelValues(string(c.Action)).Inc()
 			log.Info("scheduler configuration corrected", "action", string(c.Action), "kind", qualifiedKind(c),
 				"namespace", c.Namespace, "name", c.Name, "fields", c.Fields)
+			continue
 		}
+		log.Info("scheduler configuration differs from the model and is not Mandate's: left alone", "kind", qualifiedKind(c),
+			"namespace", c.Namespace, "name", c.Name, "fields", c.Fields, "detail", c.Detail)
 	}
 	// What was corrected no longer differs.
 	for k := range byKind {

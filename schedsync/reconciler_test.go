@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/policies"
@@ -44,15 +46,32 @@ func TestReconcilerReportThenApply(t *testing.T) {
 	require.NoError(t, r.RunOnce(ctx))
 	assert.Equal(t, 0, queues(), "report mode writes nothing")
 	assert.Equal(t, float64(6), gauge("Queue.scheduling.volcano.sh"), "the six tenants' queues are missing")
-	assert.Equal(t, float64(4), gauge("PriorityClass.scheduling.k8s.io"), "and the four tiers' classes")
+	assert.Equal(t, float64(6), gauge("PriorityClass.scheduling.k8s.io"), "and the classes: four tiers', two borrowed")
+	assert.Equal(t, float64(1), gauge("ConfigMap"), "and Volcano's scheduler configuration")
 
 	r.ReportOnly = false
 	require.NoError(t, r.RunOnce(ctx))
 	assert.Equal(t, 6, queues())
 	assert.Equal(t, float64(0), gauge("Queue.scheduling.volcano.sh"))
-	assert.Equal(t, float64(10), testutil.ToFloat64(applies.WithLabelValues(string(Create)))-creates, "6 queues and 4 classes created")
+	assert.Equal(t, float64(13), testutil.ToFloat64(applies.WithLabelValues(string(Create)))-creates, "6 queues, 6 classes and Volcano's scheduler ConfigMap created")
+	assert.Equal(t, float64(0), gauge("ConfigMap"))
 
 	r.ReportOnly = true
 	require.NoError(t, r.RunOnce(ctx))
 	assert.Equal(t, float64(0), gauge("Queue.scheduling.volcano.sh"), "in sync: no drift")
+
+	// A hand edit of Volcano's configuration that never reclaims is drift
+	// until the next apply, and no longer once applied.
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: DefaultVolcanoConfigNamespace, Name: DefaultVolcanoConfigName}
+	require.NoError(t, env.Client.Get(ctx, key, cm))
+	cm.Data[VolcanoConfigKey] = "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n"
+	require.NoError(t, env.Client.Update(ctx, cm))
+	require.NoError(t, r.RunOnce(ctx))
+	assert.Equal(t, float64(1), gauge("ConfigMap"), "the edit is drift")
+	r.ReportOnly = false
+	require.NoError(t, r.RunOnce(ctx))
+	require.NoError(t, env.Client.Get(ctx, key, cm))
+	assert.Equal(t, RenderVolcanoConfig(), cm.Data[VolcanoConfigKey])
+	assert.Equal(t, float64(0), gauge("ConfigMap"), "repaired")
 }

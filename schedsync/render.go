@@ -32,6 +32,10 @@ type Options struct {
 	// ProductLabel is the node label naming the GPU product (default
 	// nvidia.com/gpu.product).
 	ProductLabel string
+	// VolcanoConfigMap is the ConfigMap Volcano's scheduler reads
+	// volcano-scheduler.conf from (default: the chart's,
+	// volcano-system/volcano-scheduler-configmap).
+	VolcanoConfigMap VolcanoConfigMap
 }
 
 // SchedulersOf lists the schedulers the model's tenants use that Sync can

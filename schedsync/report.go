@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // WriteTable prints the plan's drift (every change but Unchanged) as a
@@ -62,6 +64,17 @@ func WriteDiff(w io.Writer, p Plan) error {
 			desc, err := json.Marshal(c.desired.Object)
 			if err == nil {
 				fmt.Fprintf(w, "    %s\n", desc)
+			}
+		}
+		if c.Action == Foreign && c.desired.Vet != nil {
+			// What the model wants, to be set where the object is
+			// installed from: each data key's text as it is.
+			data, _, _ := unstructured.NestedStringMap(c.desired.Object, "data")
+			for _, k := range sortedKeys(data) {
+				fmt.Fprintf(w, "    # the model wants data.%s:\n", k)
+				for _, line := range strings.Split(strings.TrimRight(data[k], "\n"), "\n") {
+					fmt.Fprintf(w, "    #   %s\n", line)
+				}
 			}
 		}
 		for _, f := range c.Fields {

@@ -2,8 +2,9 @@
 // authority model: from the active model it renders the objects the
 // admission directives name — PriorityClasses for the tiers, Volcano and
 // KAI queue hierarchies, Kueue Cohorts, ClusterQueues, LocalQueues,
-// ResourceFlavors and WorkloadPriorityClasses, and the topology objects
-// (Volcano HyperNodes, KAI and Kueue Topologies) — and reconciles the
+// ResourceFlavors and WorkloadPriorityClasses, the topology objects
+// (Volcano HyperNodes, KAI and Kueue Topologies) and Volcano's scheduler
+// configuration (volcanoconf.go) — and reconciles the
 // cluster to them with server-side apply under its own field manager. It
 // changes or prunes only objects labelled as Mandate's; a queue that still
 // holds workloads is closed, never deleted. A Plan is both the drift report
@@ -142,6 +143,11 @@ type Object struct {
 	// Status is applied through the status subresource (a Volcano Queue's
 	// state); nil for none.
 	Status map[string]any
+	// Vet, when set, says how a live object of this name breaks the
+	// promise (none: it keeps it), whatever its text: a foreign one that
+	// keeps it is no drift, and the reasons are reported with the change
+	// (a scheduler's configuration file, such as Volcano's).
+	Vet func(live *unstructured.Unstructured) []string
 }
 
 // newObject starts an object of kind k labelled as Mandate's.

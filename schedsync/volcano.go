@@ -21,8 +21,11 @@ const (
 
 func init() {
 	Register(Volcano, Sync{
-		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) { return volcanoObjects(s, c) },
-		Holds:  volcanoHolds,
+		Render: func(s model.Model, c Cluster, o Options) ([]Object, error) {
+			objs, err := volcanoObjects(s, c)
+			return append(objs, volcanoConfigObject(o.VolcanoConfigMap, nested(s))), err
+		},
+		Holds: volcanoHolds,
 		// Volcano closes a queue through its status, and deletes only a
 		// closed one.
 		Close: func(*unstructured.Unstructured, map[string]any) (map[string]any, error) {

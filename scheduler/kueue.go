@@ -73,8 +73,8 @@ func applyKueue(obj *unstructured.Unstructured, w workload.Workload, d evaluator
 // Job webhook suspends only an object that already carries the queue-name
 // label when the webhook runs, which Mandate adds afterwards: without the
 // hold, a Job created unsuspended would start its pods before Kueue
-// admitted it, counted neither by Mandate (which leaves Kueue's workloads
-// to Kueue's quota) nor by Kueue. Only on CREATE: a later update carries
+// admitted it, counted by Kueue's quota not at all (and, when borrowed,
+// by Mandate only once its pods exist). Only on CREATE: a later update carries
 // Kueue's own decision.
 func HoldForKueue(obj *unstructured.Unstructured) (bool, error) {
 	k, ok := workload.Lookup(obj.GroupVersionKind())

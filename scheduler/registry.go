@@ -91,7 +91,9 @@ func Names() []string {
 
 // OwnsQuota reports whether the scheduler the model names admits into a
 // quota of its own (Kueue): Mandate holds such a workload suspended on
-// CREATE and reserves nothing for it.
+// CREATE, and reserves nothing for it when it is preemptible (borrowed
+// work, which that quota governs); a non-preemptible one holds its
+// guarantee from admission, queued or not (review.HoldOf).
 func OwnsQuota(name string) bool {
 	f, ok := facts.Lookup(name)
 	return ok && f.OwnsQuota

@@ -1,12 +1,15 @@
 // Package browsertest renders Mandate's self-contained HTML pages (the
 // cluster report, the simulation's outcome) in a real headless Chromium for
 // their tests: Debian's chromium, installed through hack/chromium.sh when
-// it is missing.
+// it is missing. CheckCharts reads the rendered DOM for what a person
+// could not read off the charts (charts.js); Screenshot keeps a picture
+// of the page for a person to look at.
 package browsertest
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -36,11 +39,16 @@ func Chromium(t testing.TB) string {
 // flags (--dump-dom, --screenshot=FILE) and returns what it prints.
 func Headless(t testing.TB, bin, page string, extra ...string) []byte {
 	t.Helper()
+	return run(t, bin, page, 1000, 1100, extra...)
+}
+
+func run(t testing.TB, bin, page string, width, height int, extra ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(2*time.Minute))
 	defer cancel()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1000,1100"}, extra...)
+		"--user-data-dir=" + t.TempDir(), fmt.Sprintf("--window-size=%d,%d", width, height)}, extra...)
 	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+page)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

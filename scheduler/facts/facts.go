@@ -147,7 +147,8 @@ type Scheduler struct {
 
 	// OwnsQuota: the scheduler admits a workload into its own quota by
 	// unsuspending it. Mandate then holds (suspends) the workload on
-	// CREATE and reserves nothing for it.
+	// CREATE, and reserves nothing for it when it is preemptible (a
+	// non-preemptible one holds its guarantee, queued or not).
 	OwnsQuota bool
 
 	// DefaultQueue is the queue the scheduler's CRDs write into an object
@@ -155,6 +156,14 @@ type Scheduler struct {
 	// and PodGroup spec.queue); "" when none. A defaulted and an explicit
 	// one cannot be told apart, so neither is read as a request.
 	DefaultQueue string
+
+	// NeverEvictsGangs: the scheduler never evicts a pod that would leave a
+	// gang below its minimum (Volcano's gang plugin vetoes such a victim,
+	// in the first tier of the configuration mandate sync renders), so a
+	// gang at its minimum is never a victim there. The others evict a gang
+	// whole: Kueue a Workload, KAI a PodGroup, the default scheduler with
+	// Mandate's gang eviction. mandate simulate chooses victims by it.
+	NeverEvictsGangs bool
 
 	// QueueKind is what the queue key names; nil when none. Admission warns
 	// of a queue that does not exist (or is not open), explain shows it.

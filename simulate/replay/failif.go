@@ -128,6 +128,22 @@ func (f FailIf) Check(base, cand *Report) (bool, string, error) {
 	}
 }
 
+// Check evaluates checks on o (after Compare) and records those that
+// hold in FailIf and Held.
+func (o *Outcome) Check(checks []FailIf) error {
+	for _, f := range checks {
+		held, what, err := f.Check(o.Baseline, o.Candidate)
+		if err != nil {
+			return err
+		}
+		if held {
+			o.FailIf = append(o.FailIf, what)
+			o.Held = append(o.Held, f)
+		}
+	}
+	return nil
+}
+
 func relChange(b, c float64) float64 {
 	switch {
 	case b == c:

@@ -16,8 +16,11 @@ type Outcome struct {
 	Baseline  *Report       `json:"baseline"`
 	Candidate *Report       `json:"candidate,omitempty"`
 	Deltas    []TenantDelta `json:"deltas,omitempty"`
-	// FailIf are the --fail-if expressions that held (the run exits 1).
+	// FailIf are the --fail-if expressions that held (the run exits 1),
+	// with what they compared; Held the same checks parsed (the HTML page
+	// marks the cells they read).
 	FailIf []string `json:"failIf,omitempty"`
+	Held   []FailIf `json:"-"`
 }
 
 // TenantDelta is the candidate's change from the baseline for one tenant
@@ -41,10 +44,7 @@ func (o *Outcome) Compare() {
 	if o.Candidate == nil {
 		return
 	}
-	by := map[string]TenantStats{}
-	for _, t := range o.Baseline.Tenants {
-		by[t.Tenant] = t
-	}
+	by, cand := byTenant(o.Baseline), byTenant(o.Candidate)
 	seen := map[string]bool{}
 	var names []string
 	for _, t := range append(o.Baseline.Tenants, o.Candidate.Tenants...) {
@@ -54,19 +54,19 @@ func (o *Outcome) Compare() {
 		}
 	}
 	sort.Strings(names)
-	cand := map[string]TenantStats{}
-	for _, t := range o.Candidate.Tenants {
-		cand[t.Tenant] = t
-	}
 	o.Deltas = nil
 	for _, n := range names {
-		b, c := by[n], cand[n]
-		o.Deltas = append(o.Deltas, TenantDelta{Tenant: n, Admitted: c.Admitted - b.Admitted, Denied: c.Denied - b.Denied,
-			Completed: c.Completed - b.Completed, NeverStarted: c.NeverStarted - b.NeverStarted,
-			WaitP50: change(b.WaitP50, c.WaitP50), WaitP95: change(b.WaitP95, c.WaitP95), WaitMax: change(b.WaitMax, c.WaitMax),
-			GPUHoursUsed: change(b.GPUHoursUsed, c.GPUHoursUsed), Preemptions: c.Preemptions - b.Preemptions,
-			GPUHoursLost: change(b.GPUHoursLost, c.GPUHoursLost)})
+		o.Deltas = append(o.Deltas, delta(n, by[n], cand[n]))
 	}
+}
+
+// delta is c minus b for one tenant.
+func delta(tenant string, b, c TenantStats) TenantDelta {
+	return TenantDelta{Tenant: tenant, Admitted: c.Admitted - b.Admitted, Denied: c.Denied - b.Denied,
+		Completed: c.Completed - b.Completed, NeverStarted: c.NeverStarted - b.NeverStarted,
+		WaitP50: change(b.WaitP50, c.WaitP50), WaitP95: change(b.WaitP95, c.WaitP95), WaitMax: change(b.WaitMax, c.WaitMax),
+		GPUHoursUsed: change(b.GPUHoursUsed, c.GPUHoursUsed), Preemptions: c.Preemptions - b.Preemptions,
+		GPUHoursLost: change(b.GPUHoursLost, c.GPUHoursLost)}
 }
 
 // change is c - b, where sums of the same hours in another order differ

@@ -3,7 +3,6 @@ package replay
 import (
 	"container/heap"
 	"fmt"
-	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -255,20 +254,6 @@ func (s *sim) evict(j *job, released bool) {
 	s.observe(j, EventEvict)
 }
 
-// mayPreempt says whether j may take victim's GPUs: the victim runs
-// preemptible (its directives), at a lower value, in a tier j's tier may
-// preempt (preemption.mayPreempt) or above its guarantee (a tier that is
-// not preemptible, turned preemptible by quotaPolicy.overGuarantee).
-func (s *sim) mayPreempt(j, victim *job) bool {
-	if !victim.preempt || victim.value >= j.value || j.preempt {
-		return false
-	}
-	if slices.Contains(s.m.Preemption.MayPreempt[j.class], victim.class) {
-		return true
-	}
-	return !s.m.Priorities[victim.class].Preemptible
-}
-
 // preemptFor evicts running preemptible jobs, the lowest value and the
 // latest started first, until j's minimum fits; when it cannot fit even
 // then, nothing is evicted.
@@ -304,9 +289,7 @@ func (s *sim) reclaimFor(j *job) bool {
 	if j.preempt || j.gpus == 0 {
 		return false
 	}
-	victims := s.victims(func(v *job) bool {
-		return v.preempt && v.tenant != j.tenant && sharesAncestor(j.chain, v.chain)
-	})
+	victims := s.victims(func(v *job) bool { return s.mayReclaim(j, v) })
 	if len(victims) == 0 {
 		return false
 	}
@@ -331,43 +314,6 @@ func (s *sim) reclaimFor(j *job) bool {
 		s.evict(v, false)
 	}
 	return true
-}
-
-// victims are the running jobs that may be evicted, in the order they are:
-// the lowest value first, then the latest started, then the earlier in
-// the trace.
-func (s *sim) victims(may func(*job) bool) []*job {
-	var out []*job
-	for v := range s.running {
-		if may(v) {
-			out = append(out, v)
-		}
-	}
-	sort.Slice(out, func(a, b int) bool {
-		x, y := out[a], out[b]
-		if x.value != y.value {
-			return x.value < y.value
-		}
-		if x.started != y.started {
-			return x.started > y.started
-		}
-		return x.seq < y.seq
-	})
-	return out
-}
-
-// sharesAncestor says whether two tenant chains (a tenant and its
-// ancestors) meet above the first's own tenant.
-func sharesAncestor(a, b []string) bool {
-	if len(a) < 2 {
-		return false
-	}
-	for _, t := range a[1:] {
-		if slices.Contains(b, t) {
-			return true
-		}
-	}
-	return false
 }
 
 // unbind takes a running job's pods off the nodes and the state for a

@@ -125,12 +125,16 @@ type job struct {
 	req         alloc.Request
 	gpus        float64 // per pod, a share as its fraction
 	class       string
-	value       int
-	preempt     bool // preemptible, per its directives
-	minPods     int
-	level       string // required topology level's node label ("" none)
-	levelName   string
-	preferred   string
+	// tier is the priority tier of its class (a borrowed class's tier);
+	// scheduler the one its directives name.
+	tier      string
+	scheduler string
+	value     int
+	preempt   bool // preemptible, per its directives
+	minPods   int
+	level     string // required topology level's node label ("" none)
+	levelName string
+	preferred string
 
 	state      jobState
 	started    float64
@@ -443,8 +447,8 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 	if j.req.Fractional() {
 		j.gpus = float64(j.GPUMilli) / alloc.MilliPerGPU
 	}
-	j.class = d.Directives.PriorityClass
-	j.value = s.m.Priorities[j.class].Value
+	j.class, j.tier, j.scheduler = d.Directives.PriorityClass, d.Directives.TierName(), d.Directives.Scheduler
+	j.value, _ = s.m.ClassValue(j.class)
 	j.preempt = d.Directives.Preemptible
 	j.minPods = j.Pods
 	if d.Directives.GangMin > 0 && d.Directives.GangMin < j.Pods {

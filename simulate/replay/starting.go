@@ -80,8 +80,9 @@ func (s *sim) initialJob(p *corev1.Pod) *job {
 	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: alloc.MilliPerGPU}
 	j.gpus = float64(gpus)
 	j.class = p.Spec.PriorityClassName
-	tier := s.m.Priorities[j.class]
-	j.value, j.preempt, j.minPods = tier.Value, tier.Preemptible, 1
+	j.tier, _, _ = s.m.TierOf(j.class)
+	j.value, _ = s.m.ClassValue(j.class)
+	j.preempt, j.minPods = s.m.PreemptibleClasses()[j.class], 1
 	if j.Duration == 0 {
 		j.Duration = 1e18 // to the end
 	}

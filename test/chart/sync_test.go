@@ -51,6 +51,21 @@ func TestTemplateSync(t *testing.T) {
 	assert.Equal(t, []string{"leases"}, lease.Rules[0].Resources)
 	find(t, objs, "ClusterRoleBinding", fullname+"-sync")
 	find(t, objs, "RoleBinding", fullname+"-sync")
+
+	// Volcano's scheduler ConfigMap: the flags, and ConfigMaps in Volcano's
+	// namespace only, never listed, never deleted.
+	for _, a := range []string{"--sync-volcano-config-namespace=" + schedsync.DefaultVolcanoConfigNamespace,
+		"--sync-volcano-config-name=" + schedsync.DefaultVolcanoConfigName} {
+		assert.Contains(t, args, a)
+	}
+	cm := typed[rbacv1.Role](t, find(t, objs, "Role", fullname+"-sync-volcano-config"))
+	assert.Equal(t, schedsync.DefaultVolcanoConfigNamespace, cm.Namespace)
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch"}}}, cm.Rules)
+	binding := typed[rbacv1.RoleBinding](t, find(t, objs, "RoleBinding", fullname+"-sync-volcano-config"))
+	assert.Equal(t, schedsync.DefaultVolcanoConfigNamespace, binding.Namespace)
+	assert.False(t, allows("", "configmaps", "list"), "no ConfigMap anywhere else")
+	assert.Nil(t, findOptional(render(t, release, namespace, "--set", "sync.enabled=true", "--set", "sync.schedulers={kai}"),
+		"Role", fullname+"-sync-volcano-config"), "no Volcano, no ConfigMap RBAC")
 }
 
 func plural(kind string) string {

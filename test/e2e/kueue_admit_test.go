@@ -63,8 +63,10 @@ var (
 // model, no Kueue object written by hand, although the Job asks for cpu
 // and memory besides the GPUs the model governs — with a Topology-Aware
 // Scheduling placement that honours the topology Mandate required (one
-// clique), and unsuspends it. Mandate's own usage never counts it: Kueue
-// holds its quota.
+// clique), and unsuspends it. Mandate's own usage never counts it: it is
+// preemptible (its class, build-preemptible, is the default), and Kueue
+// holds the quota of borrowed work (a non-preemptible one holds its
+// guarantee in Mandate's ledger: TestKueueGuaranteedJobHolds).
 func TestKueueAdmitsMandatedJob(t *testing.T) {
 	// What Mandate renders, from the model: tenant product's queue, the
 	// priority tiers (as WorkloadPriorityClasses).
@@ -224,7 +226,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 		t.Errorf("admitted Job's %s = %q, want Mandate's %s", scheduler.AnnotationKueueRequiredTopology, got, required)
 	}
 	if got := s.srv.State.Usage("product")["product"]["nvidia.com/gpu"]; got != before {
-		t.Errorf("product's usage went from %+v to %+v: a Kueue Job is Kueue's quota", before, got)
+		t.Errorf("product's usage went from %+v to %+v: a preemptible Kueue Job is Kueue's quota", before, got)
 	}
 }
 

@@ -13,11 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
-	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/simulate/replay"
-	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
@@ -117,33 +114,7 @@ func TestSimulationAgreesWithKueue(t *testing.T) {
 	}
 
 	// Kueue, on mandate sync's objects for the same model.
-	s := startWith(t, startOptions{env: []envtest.Option{envtest.WithKueueCRDs()}, config: func(c *config.Serve) {
-		c.Bundle.Source = fixtures.BundleFile(t, dir, "kueue-agreement-r1")
-	}})
-	s.populate(t)
-	for _, name := range []string{"alpha", "beta"} {
-		if err := s.env.Client.Create(ctx, fixtures.TenantNamespace(name, name)); err != nil {
-			t.Fatalf("create namespace %s: %v", name, err)
-		}
-	}
-	envtest.StartKueue(t, s.env)
-	kueueNodes(t, s)
-	spec := syncKueue(t, s, data)
-	for _, name := range []string{"alpha", "beta"} {
-		lq := &unstructured.Unstructured{}
-		lq.SetGroupVersionKind(schedsync.LocalQueueKind.GVK)
-		waitKueue(t, "LocalQueue "+name+" in namespace "+name+" and ClusterQueue "+spec.QueueName(name)+" active", func() (bool, string) {
-			if err := s.env.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: spec.QueueName(name)}, lq); err != nil {
-				return false, err.Error()
-			}
-			cq := &unstructured.Unstructured{}
-			cq.SetGroupVersionKind(kueueClusterQueueGVK)
-			if err := s.env.Client.Get(ctx, client.ObjectKey{Name: spec.QueueName(name)}, cq); err != nil {
-				return false, err.Error()
-			}
-			return conditionTrue(cq, "Active"), fmt.Sprintf("ClusterQueue status %v", cq.Object["status"])
-		})
-	}
+	s, _ := startKueueCohort(t, startOptions{}, dir, "kueue-agreement-r1", data)
 
 	// Each arrival in turn; then Kueue's admitted set must become what
 	// the simulation runs after that arrival, and the evicted ones the

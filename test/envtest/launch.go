@@ -1,13 +1,16 @@
 package envtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -16,6 +19,11 @@ import (
 
 	"github.com/mandate-dev/mandate/certs"
 )
+
+// VolcanoNamespace is the namespace Volcano's chart installs into, where
+// its scheduler's ConfigMap lives (schedsync.DefaultVolcanoConfigNamespace;
+// schedsync's tests hold the two equal, it cannot be imported here).
+const VolcanoNamespace = "volcano-system"
 
 // Launch starts the same environment as Start outside `go test` (for
 // example for hack/demo): kube-apiserver and etcd with the upstream scheduler
@@ -127,6 +135,13 @@ func Launch(opts ...Option) (env *Env, stop func() error, err error) {
 	c, err := client.New(cfg, client.Options{Scheme: o.scheme})
 	if err != nil {
 		return fail(fmt.Errorf("unable to create a client: %w", err))
+	}
+	// The Volcano CRDs are installed, so Volcano's namespace is there as
+	// its chart makes it: mandate sync writes the scheduler's
+	// configuration into it.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: VolcanoNamespace}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		return fail(fmt.Errorf("unable to create namespace %s: %w", VolcanoNamespace, err))
 	}
 	return &Env{
 		Config:          cfg,

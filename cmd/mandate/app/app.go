@@ -278,7 +278,8 @@ func (s *Server) schedulerSync(ctx context.Context, rc *rest.Config, c config.Se
 		return fmt.Errorf("unable to create the scheduler sync's client: %w", err)
 	}
 	rec := &schedsync.Reconciler{Syncer: schedsync.Syncer{Client: cl}, Interval: c.Sync.Interval,
-		ReportOnly: c.Sync.Mode == config.SyncReport}
+		ReportOnly: c.Sync.Mode == config.SyncReport,
+		Options:    schedsync.Options{VolcanoConfigMap: schedsync.VolcanoConfigMap{Namespace: c.Sync.VolcanoConfigNamespace, Name: c.Sync.VolcanoConfigName}}}
 	if len(c.Sync.Schedulers) > 0 {
 		rec.Options.Schedulers = c.Sync.Schedulers
 	}

@@ -180,14 +180,8 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 		}
 		outcome.Compare()
 	}
-	for _, f := range checks {
-		held, what, err := f.Check(outcome.Baseline, outcome.Candidate)
-		if err != nil {
-			return 0, err
-		}
-		if held {
-			outcome.FailIf = append(outcome.FailIf, what)
-		}
+	if err := outcome.Check(checks); err != nil {
+		return 0, err
 	}
 	switch o.output {
 	case outputJSON:

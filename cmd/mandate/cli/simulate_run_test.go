@@ -184,7 +184,7 @@ func TestSimulateRunInputFormats(t *testing.T) {
 	code, out, errText = run(t, "simulate", "run", "--trace", exampleTrace, "--cluster", exampleCluster, "-o", "html")
 	require.Equal(t, 0, code, errText)
 	assert.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"))
-	assert.Contains(t, out, `<svg class="alloc"`)
+	assert.Contains(t, out, `<figure class="chart" data-kind="area" id="alloc-baseline">`)
 	assert.Contains(t, out, "TENANT_MISSING")
 }
 

@@ -23,6 +23,7 @@ type syncOptions struct {
 	kubeconfig      string
 	kubeContext     string
 	schedulers      []string
+	volcanoConfig   schedsync.VolcanoConfigMap
 	dryRun          bool
 	diff            bool
 	check           bool
@@ -44,6 +45,14 @@ under the field manager mandate-sync. Only objects labelled
 app.kubernetes.io/managed-by=mandate and app.kubernetes.io/component=scheduler-config
 are changed or pruned; a queue of a tenant the model no longer has is closed
 while it still holds workloads, and deleted once empty.
+
+For Volcano, sync also writes the scheduler's own configuration, the key
+volcano-scheduler.conf of the ConfigMap --volcano-config-namespace/
+--volcano-config-name (default volcano-system/volcano-scheduler-configmap):
+actions that reclaim and preempt, and the gang plugin in the first tier so
+that no eviction breaks a gang. A ConfigMap there that is not Mandate's (the
+Volcano chart's) is never written: --check vets it, no drift when it keeps
+the promise, else the reasons (see the README, "Preemption").
 
 Without --schedulers, the schedulers the model's tenants use are configured.
 --dry-run makes every write a server-side dry run; --diff prints what would
@@ -75,6 +84,8 @@ a write fails, 2 on bad input.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to configure (default: $KUBECONFIG, or ~/.kube/config)")
 	f.StringVar(&o.kubeContext, "context", "", "kubeconfig context (default: its current context)")
 	f.StringSliceVar(&o.schedulers, "schedulers", nil, "schedulers to configure: "+strings.Join(schedsync.AllSchedulers(), ",")+" (default: those the model's tenants use)")
+	f.StringVar(&o.volcanoConfig.Namespace, "volcano-config-namespace", schedsync.DefaultVolcanoConfigNamespace, "namespace of the ConfigMap Volcano's scheduler reads "+schedsync.VolcanoConfigKey+" from")
+	f.StringVar(&o.volcanoConfig.Name, "volcano-config-name", schedsync.DefaultVolcanoConfigName, "name of the ConfigMap Volcano's scheduler reads "+schedsync.VolcanoConfigKey+" from")
 	f.BoolVar(&o.dryRun, "dry-run", false, "server-side dry run: validate every write, change nothing")
 	f.BoolVar(&o.diff, "diff", false, "print what would change, change nothing")
 	f.BoolVar(&o.check, "check", false, "list every difference between model and cluster, change nothing; exit 1 when there is any")
@@ -114,7 +125,7 @@ func runSync(ctx context.Context, out io.Writer, o syncOptions) error {
 	default:
 		return bad(fmt.Errorf("--target %q: want %s or %s", o.target, targetKubernetes, targetSlurm))
 	}
-	opts := schedsync.Options{Schedulers: o.schedulers}
+	opts := schedsync.Options{Schedulers: o.schedulers, VolcanoConfigMap: o.volcanoConfig}
 	if _, err := schedsync.Render(spec, schedsync.Cluster{}, opts); err != nil {
 		return bad(err)
 	}

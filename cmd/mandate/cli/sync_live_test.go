@@ -67,7 +67,7 @@ func TestSyncLive(t *testing.T) {
 	for _, o := range desired {
 		kinds[o.GetKind()+"."+o.GroupVersionKind().Group]++
 	}
-	require.Len(t, kinds, 11, "every kind Sync manages is rendered from the example model: %v", kinds)
+	require.Len(t, kinds, 12, "every kind Sync manages is rendered from the example model, and Volcano's scheduler ConfigMap: %v", kinds)
 
 	t.Run("dry run changes nothing", func(t *testing.T) {
 		code, out, errText := sync("--dry-run")
