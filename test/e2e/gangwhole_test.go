@@ -110,3 +110,49 @@ func (s *suite) jobPods(t *testing.T, job *batchv1.Job) []*corev1.Pod {
 	}
 	return out
 }
+
+// TestGuaranteedGangNotEvicted is the other half of whole or not at all:
+// gamma's 4-pod build gang within its guarantee runs, and alpha's
+// guaranteed inference pod, pinned to a gang pod's node, has room only by
+// evicting that pod, of a lower priority. kube-scheduler tries,
+// the eviction guard refuses, and over the watched window no pod of the
+// gang is deleted or marked: the gang is not broken at all.
+func TestGuaranteedGangNotEvicted(t *testing.T) {
+	s, _ := startPreemption(t)
+	envtest.StartControllers(t, s.env, "", "job-controller")
+	ctx := context.Background()
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantGamma, Name: "gamma-gang"},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(4)), Completions: ptr.To(int32(4)),
+			Template: corev1.PodTemplateSpec{Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec}},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := s.env.Client.Create(ctx, job); err != nil {
+		t.Fatalf("create Job %s: %v", job.Name, err)
+	}
+	var gang []*corev1.Pod
+	envtest.WaitFor(t, 2*time.Minute, "the Job controller to create the gang's 4 pods and kube-scheduler to bind them", func() bool {
+		gang = s.jobPods(t, job)
+		return len(gang) == 4 && !slices.ContainsFunc(gang, func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
+	})
+	for _, p := range gang {
+		if preemptible, gangMin := recorded(t, p); preemptible || gangMin != 4 {
+			t.Fatalf("gang pod %s admitted preemptible=%v gangMin=%d: want a gang of 4 within gamma's guarantee", p.Name, preemptible, gangMin)
+		}
+	}
+	// The default scheduler is told no topology: the gang's pods are on
+	// some four nodes; alpha's pod asks for the first one's.
+	onGangNode := map[string]string{topologytest.LabelHostname: gang[0].Spec.NodeName}
+
+	before := guardRefusals()
+	preemptor := s.createPods(t, gpuPod(tenantAlpha, "alpha-inference", "inference", 8, onGangNode))[0]
+	rate := s.watchProtected(t, gang, preemptor, tenantGamma)
+	t.Logf("guaranteed gang: %.0f preemption attempts refused, %.1f per minute over the window", guardRefusals()-before, rate)
+	if guardRefusals() == before {
+		t.Fatalf("kube-scheduler never tried to evict a gang pod for %s", preemptor.Name)
+	}
+	if rate > maxPreemptionAttemptsPerMinute {
+		t.Errorf("%.1f preemption attempts a minute for one pending pod (bound %d): the scheduler retries in a loop", rate, maxPreemptionAttemptsPerMinute)
+	}
+}
