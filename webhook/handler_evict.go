@@ -25,9 +25,8 @@ const webhookEvictions = "evictions"
 // pods/status UPDATE that adds the DisruptionTarget condition.
 type Evictions struct {
 	// Identities are the schedulers' user names (config
-	// evictionGuard.schedulerIdentities); a request by anyone else is
-	// allowed (the webhook configuration's matchConditions send only
-	// theirs).
+	// schedulerIdentities); a request by anyone else is allowed (the
+	// webhook configuration's matchConditions send only theirs).
 	Identities []string
 	// Pods reads the pod an Eviction names (the API server, not a cache:
 	// the informers strip pods' annotations); nil allows evictions.
