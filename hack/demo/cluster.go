@@ -16,34 +16,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
-// loadPriorities turns the authority model's priority tiers into the
+// loadPriorities turns the authority model's priority classes (its tiers
+// and their borrowed classes, as mandate sync renders them) into the
 // PriorityClasses the API server needs before pods may name them.
 func loadPriorities(path string) ([]*schedulingv1.PriorityClass, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("the authority model: %w", err)
 	}
-	var model struct {
-		Priorities map[string]struct {
-			Value       int32  `json:"value"`
-			Description string `json:"description"`
-		} `json:"priorities"`
-	}
-	if err := json.Unmarshal(raw, &model); err != nil {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var out []*schedulingv1.PriorityClass
-	for name, p := range model.Priorities {
-		out = append(out, &schedulingv1.PriorityClass{
-			ObjectMeta:  metav1.ObjectMeta{Name: name},
-			Value:       p.Value,
-			Description: p.Description,
-		})
+	m, err := model.Decode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	out := fixtures.PriorityClassesOf(m)
 	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
 	return out, nil
 }
