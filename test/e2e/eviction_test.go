@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/simulate/replay"
 	"github.com/mandate-dev/mandate/test/envtest"
 )
 
@@ -22,14 +23,18 @@ import (
 // marked DisruptionTarget, and the inference pod stays pending. The
 // scheduler's preemption attempts are counted per minute (the guard's
 // refusals), reported, and bounded: its back-off holds, no hot loop.
+// mandate simulate agrees on both cases (simulationAgrees): on the same
+// arrivals, and from the pods the cluster runs where they run.
 func TestEvictionGuardKeepsGuaranteedWork(t *testing.T) {
-	s, sched := startPreemption(t)
+	s, sched, dir := startPreemption(t)
 	ctx := context.Background()
 
 	var builds []*corev1.Pod
+	var scenario []replay.Job
 	for _, tenant := range []string{tenantAlpha, tenantGamma} {
 		for i := range 8 {
 			builds = append(builds, gpuPod(tenant, fmt.Sprintf("%s-build-%d", tenant, i), "build", 4, nil))
+			scenario = append(scenario, podJob(builds[len(builds)-1]))
 		}
 	}
 	builds = s.waitBound(t, s.createPods(t, builds...))
@@ -40,7 +45,9 @@ func TestEvictionGuardKeepsGuaranteedWork(t *testing.T) {
 	}
 
 	// Borrowed: gamma is at its guarantee.
-	borrowed := s.createPods(t, gpuPod(tenantGamma, "gamma-inference-borrowed", "inference", 8, nil))[0]
+	borrowed := gpuPod(tenantGamma, "gamma-inference-borrowed", "inference", 8, nil)
+	scenario = append(scenario, podJob(borrowed))
+	s.createPods(t, borrowed)
 	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(borrowed), borrowed); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +59,13 @@ func TestEvictionGuardKeepsGuaranteedWork(t *testing.T) {
 	if rate > maxPreemptionAttemptsPerMinute {
 		t.Errorf("%.1f preemption attempts a minute for one pending pod (bound %d): the scheduler retries in a loop", rate, maxPreemptionAttemptsPerMinute)
 	}
+	// mandate simulate, on the same arrivals, evicts nothing either and
+	// keeps the borrowed pod waiting.
+	var names []string
+	for _, p := range builds {
+		names = append(names, p.Name)
+	}
+	simulationAgrees(t, dir, replay.Scenario{Jobs: scenario}, names, nil)
 	if err := s.env.Client.Delete(ctx, borrowed, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +96,9 @@ func TestEvictionGuardKeepsGuaranteedWork(t *testing.T) {
 		}
 	}
 	before := guardRefusals()
-	guaranteed := s.createPods(t, gpuPod(tenantGamma, "gamma-inference", "inference", 8, nil))[0]
+	guaranteed := gpuPod(tenantGamma, "gamma-inference", "inference", 8, nil)
+	arrival := podJob(guaranteed)
+	s.createPods(t, guaranteed)
 	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(guaranteed), guaranteed); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +116,9 @@ func TestEvictionGuardKeepsGuaranteedWork(t *testing.T) {
 	if rate > maxPreemptionAttemptsPerMinute {
 		t.Errorf("%.1f preemption attempts a minute for one pending pod (bound %d): the scheduler retries in a loop", rate, maxPreemptionAttemptsPerMinute)
 	}
+	// mandate simulate, from the pods the cluster runs where they run,
+	// evicts none of them either and does not start the inference pod.
+	simulationAgrees(t, dir, replay.Scenario{Jobs: []replay.Job{arrival}, Supply: replay.Supply{Pods: protected}}, nil, nil)
 	// kube-scheduler's side of the same attempts: the guard answers a
 	// refused mark NotFound, which it logs as a victim already gone.
 	t.Logf("kube-scheduler logged %d refused preemptions over the test", strings.Count(sched.Log(), refusedMarkLog))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/simulate/replay"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/topology/topologytest"
 )
@@ -26,16 +27,19 @@ import (
 // borrowed class is below every guaranteed tier), and Mandate's gang-whole
 // controller deletes the other three at once: the gang is evicted whole,
 // not pod by pod, alpha's pod is bound, gamma's guaranteed pods are
-// untouched.
+// untouched. mandate simulate, on the same arrivals, evicts the same gang
+// and keeps the same pods (simulationAgrees).
 func TestGangEvictedWhole(t *testing.T) {
-	s, _ := startPreemption(t)
+	s, _, dir := startPreemption(t)
 	envtest.StartControllers(t, s.env, "", "job-controller")
 	ctx := context.Background()
 
 	clique := map[string]string{topologytest.LabelClique: "b1-c0"}
 	var guaranteed []*corev1.Pod
+	var scenario []replay.Job
 	for i := range 4 {
 		guaranteed = append(guaranteed, gpuPod(tenantGamma, fmt.Sprintf("gamma-serve-%d", i), "inference", 8, clique))
+		scenario = append(scenario, podJob(guaranteed[i]))
 	}
 	guaranteed = s.waitBound(t, s.createPods(t, guaranteed...))
 
@@ -45,6 +49,9 @@ func TestGangEvictedWhole(t *testing.T) {
 			Template: corev1.PodTemplateSpec{Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec}},
 	}
 	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	gangJob := podJob(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}, Spec: job.Spec.Template.Spec})
+	gangJob.Pods = int(*job.Spec.Parallelism)
+	scenario = append(scenario, gangJob)
 	if err := s.env.Client.Create(ctx, job); err != nil {
 		t.Fatalf("create Job %s: %v", job.Name, err)
 	}
@@ -61,7 +68,9 @@ func TestGangEvictedWhole(t *testing.T) {
 
 	// Of the same tier as the gang: the gang is borrowed, so its class is
 	// build-borrowed, below every guaranteed tier.
-	preemptor := s.createPods(t, gpuPod(tenantAlpha, "alpha-build", "build", 8, nil))[0]
+	preemptor := gpuPod(tenantAlpha, "alpha-build", "build", 8, nil)
+	scenario = append(scenario, podJob(preemptor))
+	s.createPods(t, preemptor)
 	if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(preemptor), preemptor); err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +96,16 @@ func TestGangEvictedWhole(t *testing.T) {
 		}
 		return true
 	})
+	running := []string{preemptor.Name}
 	for _, p := range guaranteed {
 		if what, err := s.disruption(ctx, p); err != nil || what != "" {
 			t.Errorf("gamma's guaranteed pod was disrupted: %s %v", what, err)
+		} else {
+			running = append(running, p.Name)
 		}
 	}
+	// mandate simulate evicts the same gang, whole, and keeps the rest.
+	simulationAgrees(t, dir, replay.Scenario{Jobs: scenario}, running, []string{job.Name})
 }
 
 // jobPods are the pods of job that are not being deleted.
@@ -118,7 +132,7 @@ func (s *suite) jobPods(t *testing.T, job *batchv1.Job) []*corev1.Pod {
 // the eviction guard refuses, and over the watched window no pod of the
 // gang is deleted or marked: the gang is not broken at all.
 func TestGuaranteedGangNotEvicted(t *testing.T) {
-	s, _ := startPreemption(t)
+	s, _, _ := startPreemption(t)
 	envtest.StartControllers(t, s.env, "", "job-controller")
 	ctx := context.Background()
 

@@ -173,6 +173,7 @@ func TestKueueGuaranteedJobHolds(t *testing.T) {
 // which evicts the lowest priority first and never reads Mandate's
 // marking, evicts a2 and keeps a1: the WorkloadPriorityClasses mandate
 // sync made from the model rank borrowed work below every guaranteed tier.
+// mandate simulate, on the same arrivals, evicts a2 too (simulationAgrees).
 func TestKueueEvictsBorrowedWorkFirst(t *testing.T) {
 	ctx := context.Background()
 	var data map[string]any
@@ -185,8 +186,10 @@ func TestKueueEvictsBorrowedWorkFirst(t *testing.T) {
 
 	uids := map[string]string{}
 	classes := map[string]string{}
+	var scenario []replay.Job
 	arrive := func(j replay.Job, wantPreemptible bool, wantClass string) {
 		t.Helper()
+		scenario = append(scenario, j)
 		job := s.create(t, agreementJob(j))
 		uids[j.Name] = string(job.GetUID())
 		d, ok, err := scheduler.RecordedDirectives(job.GetAnnotations())
@@ -236,6 +239,9 @@ func TestKueueEvictsBorrowedWorkFirst(t *testing.T) {
 		}
 		return slices.Equal(admitted, []string{"a1", "b1"}) && slices.Equal(evicted, []string{"a2"}), state
 	})
+	// mandate simulate, on the same arrivals, evicts a2 too.
+	admitted, evicted, _ := kueueState(ctx, t, s, uids)
+	simulationAgrees(t, dir, replay.Scenario{Jobs: scenario}, admitted, evicted)
 	wl := workloadOf(ctx, t, s, "alpha", uids["a2"])
 	reasons := map[string]string{}
 	for _, c := range conditionsOf(wl) {

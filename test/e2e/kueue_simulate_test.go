@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -13,9 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/simulate/replay"
-	"github.com/mandate-dev/mandate/test/fixtures"
 )
 
 // agreementTenants is a Kueue tree of two tenants in one cohort: lab (16
@@ -87,26 +84,10 @@ func TestSimulationAgreesWithKueue(t *testing.T) {
 
 	// The simulation, under the same policies, on the test cluster's
 	// eight GPU nodes.
-	policy, err := evaluator.LoadPaths([]string{dir}, "agreement")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := evaluator.New(ctx, policy, evaluator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	supply := replay.Supply{}
-	for i := range 8 {
-		supply.Nodes = append(supply.Nodes, fixtures.GPUNode(i))
-	}
-	var events []replay.JobEvent
-	if _, err := replay.Run(ctx, agreementTrace, supply, replay.Options{Decider: ev, Model: ev.Model(), Revision: "agreement",
-		Until: agreementTrace[len(agreementTrace)-1].Submit + 1, Observe: func(e replay.JobEvent) { events = append(events, e) }}); err != nil {
-		t.Fatal(err)
-	}
+	out := simulateScenario(t, dir, replay.Scenario{Jobs: agreementTrace})
 	// The hand-worked timeline: the test's premise, before Kueue is asked.
 	var got []string
-	for _, e := range events {
+	for _, e := range out.Timeline {
 		got = append(got, e.What+" "+e.Job)
 	}
 	if want := []string{"start b1", "evict b1", "start a1", "start b2"}; !slices.Equal(got, want) {
@@ -123,7 +104,7 @@ func TestSimulationAgreesWithKueue(t *testing.T) {
 	for _, j := range agreementTrace {
 		job := s.create(t, agreementJob(j))
 		uids[j.Name] = string(job.GetUID())
-		running, evicted := simulatedAt(events, j.Submit)
+		running, evicted := out.At(j.Submit)
 		waitKueue(t, fmt.Sprintf("Kueue to admit %v and have evicted %v after %s arrived, as the simulation does", running, evicted, j.Name), func() (bool, string) {
 			admitted, kEvicted, state := kueueState(ctx, t, s, uids)
 			return slices.Equal(admitted, running) && slices.Equal(kEvicted, evicted),
@@ -143,33 +124,12 @@ func TestSimulationAgreesWithKueue(t *testing.T) {
 		})
 		return conditionTrue(wl, "Requeued") && pending, fmt.Sprintf("status %v", wl.Object["status"])
 	})
-	running, evicted := simulatedAt(events, agreementTrace[len(agreementTrace)-1].Submit)
+	running, evicted := out.Final()
 	admitted, kEvicted, state := kueueState(ctx, t, s, uids)
 	if !slices.Equal(admitted, running) || !slices.Equal(kEvicted, evicted) {
 		t.Fatalf("at the end Kueue admitted %v and evicted %v, the simulation runs %v and evicted %v; %s", admitted, kEvicted, running, evicted, state)
 	}
 	t.Logf("the simulation and Kueue agree: %v; running %v, evicted %v", got, running, evicted)
-}
-
-// simulatedAt is what the simulation runs after the events up to time at,
-// and the jobs it evicted by then, sorted.
-func simulatedAt(events []replay.JobEvent, at float64) (running, evicted []string) {
-	run, ev := map[string]bool{}, map[string]bool{}
-	for _, e := range events {
-		if e.At > at {
-			break
-		}
-		switch e.What {
-		case replay.EventStart:
-			run[e.Job] = true
-		case replay.EventEvict:
-			delete(run, e.Job)
-			ev[e.Job] = true
-		case replay.EventEnd:
-			delete(run, e.Job)
-		}
-	}
-	return slices.Sorted(maps.Keys(run)), slices.Sorted(maps.Keys(ev))
 }
 
 // kueueState is the Jobs whose Workloads Kueue admits now and those it

@@ -70,18 +70,19 @@ func preemptionModel(m map[string]any) {
 // registered over TLS, its eviction guard for system:kube-scheduler),
 // the test cluster's 8 GPU nodes, the tenants' namespaces, the model's
 // PriorityClasses made by mandate sync's code path, and the real
-// kube-scheduler.
-func startPreemption(t *testing.T) (*suite, *envtest.Scheduler) {
+// kube-scheduler. dir is the policies Mandate serves, for the simulation
+// of the same scenario (simulationAgrees).
+func startPreemption(t *testing.T) (s *suite, sched *envtest.Scheduler, dir string) {
 	t.Helper()
 	var data map[string]any
-	dir := candidateDir(t, func(m map[string]any) {
+	dir = candidateDir(t, func(m map[string]any) {
 		preemptionModel(m)
 		data = m
 	})
-	s := startWith(t, startOptions{config: func(c *config.Serve) { c.Policies = dir }})
+	s = startWith(t, startOptions{config: func(c *config.Serve) { c.Policies = dir }})
 	ctx := context.Background()
 	c := s.env.Client
-	const nodes = 8
+	const nodes = testClusterNodes
 	for i := range nodes {
 		if err := fixtures.CreateNode(ctx, c, fixtures.GPUNode(i)); err != nil {
 			t.Fatal(err)
@@ -121,7 +122,7 @@ func startPreemption(t *testing.T) (*suite, *envtest.Scheduler) {
 		}
 		return true
 	})
-	return s, envtest.StartScheduler(t, s.env)
+	return s, envtest.StartScheduler(t, s.env), dir
 }
 
 // gpuPod is a pod of tenant (its namespace) asking for gpus GPUs at tier
@@ -178,6 +179,27 @@ func (s *suite) waitBound(t *testing.T, pods []*corev1.Pod) []*corev1.Pod {
 		return true
 	})
 	return out
+}
+
+// markStarted sets each pod's status.startTime as a kubelet starting them
+// one second apart, in order, would: kube-scheduler, choosing between
+// nodes whose victims are otherwise equal, evicts where the victim started
+// the latest, and a pod no kubelet started counts as starting at every
+// look (the choice is then arbitrary).
+func (s *suite) markStarted(t *testing.T, pods []*corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	base := time.Now().Add(-time.Duration(len(pods)) * time.Second).Truncate(time.Second)
+	for i, p := range pods {
+		got := &corev1.Pod{}
+		if err := s.env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatalf("pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
+		got.Status.StartTime = &metav1.Time{Time: base.Add(time.Duration(i) * time.Second)}
+		if err := s.env.Client.Status().Update(ctx, got); err != nil {
+			t.Fatalf("set the start time of pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
+	}
 }
 
 // disruption says what happened to pod since it was bound: "" when it is

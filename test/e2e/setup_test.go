@@ -255,7 +255,7 @@ func (s *suite) populate(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	c := s.env.Client
-	const nodes = 8
+	const nodes = testClusterNodes
 	for i := range nodes {
 		if err := fixtures.CreateNode(ctx, c, fixtures.GPUNode(i)); err != nil {
 			t.Fatal(err)
