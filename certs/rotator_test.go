@@ -129,7 +129,7 @@ func TestRotationSchedule(t *testing.T) {
 		require.Positive(t, wait)
 
 		bs := bundles(t, c)
-		require.Len(t, bs, 3, "three webhooks")
+		require.Len(t, bs, 4, "four webhooks: mutate, validate, namespaces and evictions")
 		for _, b := range bs[1:] {
 			require.Equal(t, string(bs[0]), string(b), "every webhook carries the same caBundle at %s", clk)
 		}
