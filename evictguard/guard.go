@@ -4,7 +4,7 @@
 // tenant's pod of a higher tier. Mandate's validating webhook sends it the
 // scheduler's pod DELETEs, pods/eviction CREATEs and the pods/status update
 // that marks a victim (the DisruptionTarget condition), and Decide refuses
-// them for a pod Mandate admitted non-preemptible: work within its
+// them for a GPU pod Mandate admitted non-preemptible: work within its
 // tenant's guarantee is never evicted by a scheduler, only borrowed and
 // preemptible work is. Which requests are a scheduler's is the webhook
 // configuration's matchConditions (on request.userInfo.username); this
@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Rule names the rule in refusals, metrics and docs.
@@ -55,7 +56,13 @@ type Decision struct {
 // unchanged) say a pod is protected: a pod without them, or whose
 // directives say preemptible, may go. A pod whose directives cannot be
 // read is let go with an error, as an unavailable Mandate lets it go.
+// So is a pod that holds no GPUs (HoldsGPUs): a guarantee is GPUs, and
+// the quota rules never weigh a pod without any, so its preemptible=false
+// grants it nothing to keep.
 func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, error) {
+	if !HoldsGPUs(pod) {
+		return Decision{}, nil
+	}
 	d, admitted, err := scheduler.RecordedDirectives(pod.Annotations)
 	if err != nil {
 		return Decision{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -72,6 +79,18 @@ func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, erro
 			"evicts only borrowed or preemptible work; the pod that wanted its place waits for free GPUs. "+
 			"To free them anyway, the tenant or an admin deletes the pod, or drains the node as an admin",
 		user, verb(action), pod.Namespace, pod.Name, tenant, Rule, d.PriorityClass, scheduler.AnnotationDirectives)}, nil
+}
+
+// HoldsGPUs says whether pod may hold GPUs by what its spec, which
+// nobody changes after creation, asks: a GPU extended resource
+// (topology.PodGPURequests) or a DRA ResourceClaim (whose devices may be
+// GPUs; the guard does not resolve them). Not KAI's sharing annotations,
+// which anyone who may annotate the pod can add afterwards. Without this,
+// a tenant's CPU-only pods of a non-preemptible tier, never weighed
+// against any guarantee, would be kept on GPU nodes against every
+// scheduler's preemption.
+func HoldsGPUs(pod *corev1.Pod) bool {
+	return len(topology.PodGPURequests(pod)) > 0 || len(pod.Spec.ResourceClaims) > 0
 }
 
 func verb(a Action) string {
