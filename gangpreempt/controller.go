@@ -120,15 +120,22 @@ func parseKey(k string) (string, time.Time, error) {
 // gangOf is the gang owner's UID of a pod Mandate admitted as part of a
 // gang of more than one pod; ok is false for any other pod.
 func gangOf(annotations map[string]string, pod *corev1.Pod) (string, bool) {
+	uid, _, ok := gangMinOf(annotations, pod)
+	return uid, ok
+}
+
+// gangMinOf is gangOf with the gang's minimum, the pods it needs to run
+// (recorded: an elastic gang's minimum, else all of it).
+func gangMinOf(annotations map[string]string, pod *corev1.Pod) (string, int, bool) {
 	d, admitted, err := scheduler.RecordedDirectives(annotations)
 	if err != nil || !admitted || d.GangMin < 2 {
-		return "", false
+		return "", 0, false
 	}
 	owner := ledger.GangOwnerOf(pod)
 	if owner == nil || owner.UID == "" {
-		return "", false
+		return "", 0, false
 	}
-	return owner.UID, true
+	return owner.UID, d.GangMin, true
 }
 
 // Reconciler deletes the rest of a gang one of whose pods a scheduler
@@ -145,7 +152,10 @@ type Reconciler struct {
 // key(owner UID, time of the mark)), every pod that is bound, not being
 // deleted, and was created no later than the mark: the pods the broken
 // gang holds GPUs with. Pods its controller created since (the gang
-// starting again) are left alone.
+// starting again) are left alone, and neither count as the gang's
+// running members. A gang whose members at the mark still run its
+// minimum (an elastic gang that lost pods above it) is not broken, and
+// keeps its pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner, at, err := parseKey(req.Name)
 	if err != nil {
@@ -156,12 +166,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("unable to list the pods of %s: %w", req.Namespace, err)
 	}
 	log := ctrl.LoggerFrom(ctx)
-	var deleted []string
+	var gang []*corev1.Pod
+	running, minimum := 0, 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if uid, ok := gangOf(pod.Annotations, pod); !ok || uid != owner {
+		uid, n, ok := gangMinOf(pod.Annotations, pod)
+		if !ok || uid != owner {
 			continue
 		}
+		gang, minimum = append(gang, pod), max(minimum, n)
+		if pod.DeletionTimestamp == nil && pod.Spec.NodeName != "" && !pod.CreationTimestamp.After(at) && cluster.PreemptedAt(pod) == nil {
+			running++ // a member at the mark, neither marked nor going
+		}
+	}
+	if len(gang) == 0 {
+		return reconcile.Result{}, nil
+	}
+	if running >= minimum {
+		log.Info("a scheduler preempted pods of an elastic gang above its minimum: the gang still runs", "namespace", req.Namespace,
+			"owner", owner, "running", running, "minimum", minimum)
+		return reconcile.Result{}, nil
+	}
+	var deleted []string
+	for _, pod := range gang {
 		if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.CreationTimestamp.After(at) {
 			continue
 		}

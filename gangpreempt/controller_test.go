@@ -55,6 +55,7 @@ func TestReconcileDeletesTheRestOfTheGang(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		gone = append(gone, gangPod(t, n, "job-1", 4, "node-1", before))
 	}
+	markVictim(gone[0].(*corev1.Pod), mark)
 	c := fake.NewClientBuilder().WithObjects(append(append([]client.Object{}, keep...), gone...)...).Build()
 	r := &Reconciler{Reader: c, Writer: c}
 	ctx := context.Background()
@@ -70,6 +71,65 @@ func TestReconcileDeletesTheRestOfTheGang(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
 			t.Errorf("%s was deleted: %v", o.GetName(), err)
 		}
+	}
+}
+
+// markVictim gives p the DisruptionTarget condition kube-scheduler writes
+// on its victim, at mark.
+func markVictim(p *corev1.Pod, mark time.Time) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonPreemptionByScheduler, LastTransitionTime: metav1.NewTime(mark)}}
+}
+
+// TestReconcileKeepsAnElasticGangAboveItsMinimum: an elastic gang of 4
+// with a minimum of 2 that loses one pod still runs 3 and keeps them;
+// losing a third member (2 marked, the replacement made after the mark
+// not counted) it runs 1, below its minimum, and goes whole.
+func TestReconcileKeepsAnElasticGangAboveItsMinimum(t *testing.T) {
+	mark := time.Now().Truncate(time.Second)
+	before := mark.Add(-time.Minute)
+	var members []*corev1.Pod
+	for _, n := range []string{"a", "b", "c", "d"} {
+		members = append(members, gangPod(t, n, "job-1", 2, "node-1", before))
+	}
+	markVictim(members[0], mark)
+	objs := []client.Object{gangPod(t, "replacement", "job-1", 2, "node-2", mark.Add(time.Second))}
+	for _, p := range members {
+		objs = append(objs, p)
+	}
+	c := fake.NewClientBuilder().WithObjects(objs...).Build()
+	r := &Reconciler{Reader: c, Writer: c}
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
+			t.Errorf("%s of a gang still at 3 of its minimum 2 was deleted: %v", o.GetName(), err)
+		}
+	}
+
+	for _, p := range members[1:3] {
+		got := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		markVictim(got, mark)
+		if err := c.Status().Update(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range members {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s of a gang below its minimum was not deleted: %v", p.GetName(), err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(objs[0]), &corev1.Pod{}); err != nil {
+		t.Errorf("the replacement made after the mark was deleted: %v", err)
 	}
 }
 
