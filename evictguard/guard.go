@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/topology"
 )
@@ -60,15 +61,9 @@ type Decision struct {
 // the quota rules never weigh a pod without any, so its preemptible=false
 // grants it nothing to keep.
 func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, error) {
-	if !HoldsGPUs(pod) {
-		return Decision{}, nil
-	}
-	d, admitted, err := scheduler.RecordedDirectives(pod.Annotations)
-	if err != nil {
-		return Decision{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if !admitted || d.Preemptible {
-		return Decision{}, nil
+	d, protected, err := protection(pod)
+	if err != nil || !protected {
+		return Decision{}, err
 	}
 	if tenant == "" {
 		tenant = "(unknown)"
@@ -79,6 +74,26 @@ func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, erro
 			"evicts only borrowed or preemptible work; the pod that wanted its place waits for free GPUs. "+
 			"To free them anyway, the tenant or an admin deletes the pod, or drains the node as an admin",
 		user, verb(action), pod.Namespace, pod.Name, tenant, Rule, d.PriorityClass, scheduler.AnnotationDirectives)}, nil
+}
+
+// Protected says whether the guard refuses the schedulers' eviction of
+// pod (Decide): a pod that asks for GPUs and that Mandate admitted
+// non-preemptible. Not a pod whose directives cannot be read.
+func Protected(pod *corev1.Pod) bool {
+	_, protected, err := protection(pod)
+	return err == nil && protected
+}
+
+// protection is Protected with the recorded directives it read.
+func protection(pod *corev1.Pod) (evaluator.Directives, bool, error) {
+	if !HoldsGPUs(pod) {
+		return evaluator.Directives{}, false, nil
+	}
+	d, admitted, err := scheduler.RecordedDirectives(pod.Annotations)
+	if err != nil {
+		return d, false, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return d, admitted && !d.Preemptible, nil
 }
 
 // HoldsGPUs says whether pod may hold GPUs by what its spec, which

@@ -45,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evictguard"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/scheduler"
 )
@@ -82,13 +83,15 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 }
 
 // enqueue asks for the gang of cur when cur is a gang pod a scheduler has
-// just marked as a victim (old, when known, was not).
+// just marked as a victim (old, when known, was not), or a marked one
+// that has just started going (a victim the eviction guard protects
+// counts as running until then: runs).
 func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
 	f, ok := cur.(*cluster.PodFacts)
 	if !ok || f.PreemptedAt == nil {
 		return
 	}
-	if o, ok := old.(*cluster.PodFacts); ok && o.PreemptedAt != nil {
+	if o, ok := old.(*cluster.PodFacts); ok && o.PreemptedAt != nil && (o.DeletionTimestamp != nil || f.DeletionTimestamp == nil) {
 		return
 	}
 	owner, ok := gangOf(f.Annotations, f.Pod())
@@ -148,6 +151,19 @@ type Reconciler struct {
 	Writer client.Writer
 }
 
+// runs says whether pod, of a gang a scheduler marked at at, still runs
+// for it: bound, not going, a member at the mark, and not a victim. A pod
+// the eviction guard protects is no victim even when marked: its mark
+// can pass while the guard does not answer (its failurePolicy is Ignore),
+// but then the guard refuses the DELETE that follows, and the pod stays,
+// with its gang. Had the DELETE passed too, the pod is going.
+func runs(pod *corev1.Pod, at time.Time) bool {
+	if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.CreationTimestamp.After(at) {
+		return false
+	}
+	return cluster.PreemptedAt(pod) == nil || evictguard.Protected(pod)
+}
+
 // Reconcile deletes, of the gang req names (namespace and
 // key(owner UID, time of the mark)), every pod that is bound, not being
 // deleted, and was created no later than the mark: the pods the broken
@@ -175,8 +191,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			continue
 		}
 		gang, minimum = append(gang, pod), max(minimum, n)
-		if pod.DeletionTimestamp == nil && pod.Spec.NodeName != "" && !pod.CreationTimestamp.After(at) && cluster.PreemptedAt(pod) == nil {
-			running++ // a member at the mark, neither marked nor going
+		if runs(pod, at) {
+			running++
 		}
 	}
 	if len(gang) == 0 {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -20,9 +21,15 @@ import (
 	"github.com/mandate-dev/mandate/scheduler"
 )
 
+// gangPod is a borrowed (preemptible) pod of 8 GPUs of owner's gang.
 func gangPod(t *testing.T, name, owner string, gangMin int, node string, created time.Time) *corev1.Pod {
 	t.Helper()
-	marks, err := scheduler.Marks(evaluator.Directives{PriorityClass: "build", Preemptible: true, GangMin: gangMin})
+	return admittedPod(t, true, name, owner, gangMin, node, created)
+}
+
+func admittedPod(t *testing.T, preemptible bool, name, owner string, gangMin int, node string, created time.Time) *corev1.Pod {
+	t.Helper()
+	marks, err := scheduler.Marks(evaluator.Directives{PriorityClass: "build", Preemptible: preemptible, GangMin: gangMin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +38,8 @@ func gangPod(t *testing.T, name, owner string, gangMin int, node string, created
 			Annotations: map[string]string{scheduler.AnnotationDirectives: marks},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner, UID: types.UID(owner),
 				Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{NodeName: node},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}},
 	}
 }
 
@@ -133,6 +141,54 @@ func TestReconcileKeepsAnElasticGangAboveItsMinimum(t *testing.T) {
 	}
 }
 
+// TestReconcileKeepsAGuardedGang: a guaranteed gang's pod whose mark
+// passed while the eviction guard did not answer (failurePolicy Ignore),
+// but whose DELETE the guard refused, still runs: its gang is whole and
+// keeps its pods. Had the DELETE passed (the pod is going), the gang is
+// broken and goes whole.
+func TestReconcileKeepsAGuardedGang(t *testing.T) {
+	mark := time.Now().Truncate(time.Second)
+	var members []client.Object
+	for _, n := range []string{"a", "b", "c", "d"} {
+		members = append(members, admittedPod(t, false, n, "job-1", 4, "node-1", mark.Add(-time.Minute)))
+	}
+	victim := members[0].(*corev1.Pod)
+	markVictim(victim, mark)
+	c := fake.NewClientBuilder().WithObjects(members...).Build()
+	r := &Reconciler{Reader: c, Writer: c}
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range members {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
+			t.Errorf("%s of a gang the guard kept whole was deleted: %v", o.GetName(), err)
+		}
+	}
+
+	// The DELETE passed after all: the victim is going.
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(victim), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Finalizers = []string{"test/keep"}
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range members[1:] {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s of a gang whose victim is going was not deleted: %v", o.GetName(), err)
+		}
+	}
+}
+
 // TestEnqueueOnTheMark: only the update that marks a gang pod asks for its
 // gang (keyed by the owner and the mark's second); a pod marked already, a
 // pod of no gang and an unmarked pod ask for nothing.
@@ -144,6 +200,11 @@ func TestEnqueueOnTheMark(t *testing.T) {
 				Reason: corev1.PodReasonPreemptionByScheduler, LastTransitionTime: metav1.NewTime(mark)}}
 		}
 		return cluster.CompactPod(p)
+	}
+	going := func(f *cluster.PodFacts) *cluster.PodFacts {
+		now := metav1.Now()
+		f.DeletionTimestamp = &now
+		return f
 	}
 	member := func() *corev1.Pod { return gangPod(t, "a", "job-1", 4, "node-1", mark.Add(-time.Minute)) }
 	single := func() *corev1.Pod { return gangPod(t, "s", "job-1", 0, "node-1", mark.Add(-time.Minute)) }
@@ -157,6 +218,9 @@ func TestEnqueueOnTheMark(t *testing.T) {
 		{"seen marked at start", nil, facts(member(), true),
 			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}}},
 		{"marked before", facts(member(), true), facts(member(), true), nil},
+		{"marked before, going now", facts(member(), true), going(facts(member(), true)),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}}},
+		{"marked and going before", going(facts(member(), true)), going(facts(member(), true)), nil},
 		{"not marked", facts(member(), false), facts(member(), false), nil},
 		{"no gang", facts(single(), false), facts(single(), true), nil},
 	} {
