@@ -7,7 +7,13 @@
 // scheduler marked a pod as a victim: cluster.PreemptedAt) and, when a
 // pod of a gang is marked, deletes the gang's other pods that were bound
 // before the mark, at once, so their GPUs are free for the preemptor and
-// the gang's controller starts the gang again whole.
+// the gang's controller starts the gang again whole. A gang that is not
+// broken keeps its pods: an elastic gang whose members at the mark still
+// run its recorded minimum (GangMin), or a gang whose marked pod the
+// eviction guard protects (evictguard.Protected: the mark can pass while
+// the guard does not answer, its failurePolicy being Ignore, and the
+// guard then refuses the DELETE; had that passed, the pod is going, and
+// its update asks for the gang again).
 //
 // The 1.36 kube-scheduler has its own workload-aware preemption
 // (WorkloadAwarePreemption, with GangScheduling and GenericWorkload), but
