@@ -158,13 +158,15 @@ type Reconciler struct {
 }
 
 // runs says whether pod, of a gang a scheduler marked at at, still runs
-// for it: bound, not going, a member at the mark, and not a victim. A pod
-// the eviction guard protects is no victim even when marked: its mark
-// can pass while the guard does not answer (its failurePolicy is Ignore),
-// but then the guard refuses the DELETE that follows, and the pod stays,
-// with its gang. Had the DELETE passed too, the pod is going.
+// for it: bound, not finished, not going, a member at the mark, and not a
+// victim. A pod the eviction guard protects is no victim even when
+// marked: its mark can pass while the guard does not answer (its
+// failurePolicy is Ignore), but then the guard refuses the DELETE that
+// follows, and the pod stays, with its gang. Had the DELETE passed too,
+// the pod is going.
 func runs(pod *corev1.Pod, at time.Time) bool {
-	if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.CreationTimestamp.After(at) {
+	if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.CreationTimestamp.After(at) ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
 	return cluster.PreemptedAt(pod) == nil || evictguard.Protected(pod)

@@ -91,8 +91,9 @@ func markVictim(p *corev1.Pod, mark time.Time) {
 
 // TestReconcileKeepsAnElasticGangAboveItsMinimum: an elastic gang of 4
 // with a minimum of 2 that loses one pod still runs 3 and keeps them;
-// losing a third member (2 marked, the replacement made after the mark
-// not counted) it runs 1, below its minimum, and goes whole.
+// losing a third member (2 marked; the replacement made after the mark
+// and a finished pod not counted) it runs 1, below its minimum, and goes
+// whole.
 func TestReconcileKeepsAnElasticGangAboveItsMinimum(t *testing.T) {
 	mark := time.Now().Truncate(time.Second)
 	before := mark.Add(-time.Minute)
@@ -101,7 +102,9 @@ func TestReconcileKeepsAnElasticGangAboveItsMinimum(t *testing.T) {
 		members = append(members, gangPod(t, n, "job-1", 2, "node-1", before))
 	}
 	markVictim(members[0], mark)
-	objs := []client.Object{gangPod(t, "replacement", "job-1", 2, "node-2", mark.Add(time.Second))}
+	finished := gangPod(t, "finished", "job-1", 2, "node-1", before)
+	finished.Status.Phase = corev1.PodSucceeded
+	objs := []client.Object{gangPod(t, "replacement", "job-1", 2, "node-2", mark.Add(time.Second)), finished}
 	for _, p := range members {
 		objs = append(objs, p)
 	}
