@@ -4,7 +4,7 @@
 // tenant's pod of a higher tier. Mandate's validating webhook sends it the
 // scheduler's pod DELETEs, pods/eviction CREATEs and the pods/status update
 // that marks a victim (the DisruptionTarget condition), and Decide refuses
-// them for a pod Mandate admitted non-preemptible: work within its
+// them for a GPU pod Mandate admitted non-preemptible: work within its
 // tenant's guarantee is never evicted by a scheduler, only borrowed and
 // preemptible work is. Which requests are a scheduler's is the webhook
 // configuration's matchConditions (on request.userInfo.username); this
@@ -16,7 +16,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Rule names the rule in refusals, metrics and docs.
@@ -55,13 +57,13 @@ type Decision struct {
 // unchanged) say a pod is protected: a pod without them, or whose
 // directives say preemptible, may go. A pod whose directives cannot be
 // read is let go with an error, as an unavailable Mandate lets it go.
+// So is a pod that holds no GPUs (HoldsGPUs): a guarantee is GPUs, and
+// the quota rules never weigh a pod without any, so its preemptible=false
+// grants it nothing to keep.
 func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, error) {
-	d, admitted, err := scheduler.RecordedDirectives(pod.Annotations)
-	if err != nil {
-		return Decision{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if !admitted || d.Preemptible {
-		return Decision{}, nil
+	d, protected, err := protection(pod)
+	if err != nil || !protected {
+		return Decision{}, err
 	}
 	if tenant == "" {
 		tenant = "(unknown)"
@@ -72,6 +74,38 @@ func Decide(pod *corev1.Pod, tenant, user string, action Action) (Decision, erro
 			"evicts only borrowed or preemptible work; the pod that wanted its place waits for free GPUs. "+
 			"To free them anyway, the tenant or an admin deletes the pod, or drains the node as an admin",
 		user, verb(action), pod.Namespace, pod.Name, tenant, Rule, d.PriorityClass, scheduler.AnnotationDirectives)}, nil
+}
+
+// Protected says whether the guard refuses the schedulers' eviction of
+// pod (Decide): a pod that asks for GPUs and that Mandate admitted
+// non-preemptible. Not a pod whose directives cannot be read.
+func Protected(pod *corev1.Pod) bool {
+	_, protected, err := protection(pod)
+	return err == nil && protected
+}
+
+// protection is Protected with the recorded directives it read.
+func protection(pod *corev1.Pod) (evaluator.Directives, bool, error) {
+	if !HoldsGPUs(pod) {
+		return evaluator.Directives{}, false, nil
+	}
+	d, admitted, err := scheduler.RecordedDirectives(pod.Annotations)
+	if err != nil {
+		return d, false, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return d, admitted && !d.Preemptible, nil
+}
+
+// HoldsGPUs says whether pod may hold GPUs by what its spec, which
+// nobody changes after creation, asks: a GPU extended resource
+// (topology.PodGPURequests) or a DRA ResourceClaim (whose devices may be
+// GPUs; the guard does not resolve them). Not KAI's sharing annotations,
+// which anyone who may annotate the pod can add afterwards. Without this,
+// a tenant's CPU-only pods of a non-preemptible tier, never weighed
+// against any guarantee, would be kept on GPU nodes against every
+// scheduler's preemption.
+func HoldsGPUs(pod *corev1.Pod) bool {
+	return len(topology.PodGPURequests(pod)) > 0 || len(pod.Spec.ResourceClaims) > 0
 }
 
 func verb(a Action) string {

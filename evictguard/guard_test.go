@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mandate-dev/mandate/evaluator"
@@ -12,9 +13,12 @@ import (
 	"github.com/mandate-dev/mandate/scheduler"
 )
 
+// pod is a pod of 4 GPUs with directives d (nil: none).
 func pod(t *testing.T, d *evaluator.Directives) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "build-1"}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "build-1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}}}}
 	if d != nil {
 		marks, err := scheduler.Marks(*d)
 		if err != nil {
@@ -36,6 +40,8 @@ func TestDecide(t *testing.T) {
 		{"not admitted by Mandate", pod(t, nil), false},
 		{"borrowed (preemptible)", pod(t, &evaluator.Directives{PriorityClass: "build", Preemptible: true}), false},
 		{"within the guarantee", pod(t, &evaluator.Directives{PriorityClass: "build", Preemptible: false}), true},
+		{"within the guarantee, GPUs by a DRA claim", claimPod(t), true},
+		{"non-preemptible without GPUs (no guarantee weighed it)", cpuPod(t), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, a := range evictguard.Actions {
@@ -57,6 +63,21 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// claimPod is a non-preemptible pod whose devices come from a DRA claim.
+func claimPod(t *testing.T) *corev1.Pod {
+	p := cpuPod(t)
+	template := "gpu"
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}
+	return p
+}
+
+// cpuPod is a non-preemptible pod that asks for no GPUs.
+func cpuPod(t *testing.T) *corev1.Pod {
+	p := pod(t, &evaluator.Directives{PriorityClass: "build", Preemptible: false})
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}
+	return p
 }
 
 // TestDecideUnreadableDirectives: directives that cannot be read are an

@@ -7,7 +7,13 @@
 // scheduler marked a pod as a victim: cluster.PreemptedAt) and, when a
 // pod of a gang is marked, deletes the gang's other pods that were bound
 // before the mark, at once, so their GPUs are free for the preemptor and
-// the gang's controller starts the gang again whole.
+// the gang's controller starts the gang again whole. A gang that is not
+// broken keeps its pods: an elastic gang whose members at the mark still
+// run its recorded minimum (GangMin), or a gang whose marked pod the
+// eviction guard protects (evictguard.Protected: the mark can pass while
+// the guard does not answer, its failurePolicy being Ignore, and the
+// guard then refuses the DELETE; had that passed, the pod is going, and
+// its update asks for the gang again).
 //
 // The 1.36 kube-scheduler has its own workload-aware preemption
 // (WorkloadAwarePreemption, with GangScheduling and GenericWorkload), but
@@ -45,6 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/mandate-dev/mandate/cluster"
+	"github.com/mandate-dev/mandate/evictguard"
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/scheduler"
 )
@@ -82,13 +89,15 @@ func Setup(ctx context.Context, mgr manager.Manager) error {
 }
 
 // enqueue asks for the gang of cur when cur is a gang pod a scheduler has
-// just marked as a victim (old, when known, was not).
+// just marked as a victim (old, when known, was not), or a marked one
+// that has just started going (a victim the eviction guard protects
+// counts as running until then: runs).
 func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
 	f, ok := cur.(*cluster.PodFacts)
 	if !ok || f.PreemptedAt == nil {
 		return
 	}
-	if o, ok := old.(*cluster.PodFacts); ok && o.PreemptedAt != nil {
+	if o, ok := old.(*cluster.PodFacts); ok && o.PreemptedAt != nil && (o.DeletionTimestamp != nil || f.DeletionTimestamp == nil) {
 		return
 	}
 	owner, ok := gangOf(f.Annotations, f.Pod())
@@ -120,15 +129,22 @@ func parseKey(k string) (string, time.Time, error) {
 // gangOf is the gang owner's UID of a pod Mandate admitted as part of a
 // gang of more than one pod; ok is false for any other pod.
 func gangOf(annotations map[string]string, pod *corev1.Pod) (string, bool) {
+	uid, _, ok := gangMinOf(annotations, pod)
+	return uid, ok
+}
+
+// gangMinOf is gangOf with the gang's minimum, the pods it needs to run
+// (recorded: an elastic gang's minimum, else all of it).
+func gangMinOf(annotations map[string]string, pod *corev1.Pod) (string, int, bool) {
 	d, admitted, err := scheduler.RecordedDirectives(annotations)
 	if err != nil || !admitted || d.GangMin < 2 {
-		return "", false
+		return "", 0, false
 	}
 	owner := ledger.GangOwnerOf(pod)
 	if owner == nil || owner.UID == "" {
-		return "", false
+		return "", 0, false
 	}
-	return owner.UID, true
+	return owner.UID, d.GangMin, true
 }
 
 // Reconciler deletes the rest of a gang one of whose pods a scheduler
@@ -141,11 +157,29 @@ type Reconciler struct {
 	Writer client.Writer
 }
 
+// runs says whether pod, of a gang a scheduler marked at at, still runs
+// for it: bound, not finished, not going, a member at the mark, and not a
+// victim. A pod the eviction guard protects is no victim even when
+// marked: its mark can pass while the guard does not answer (its
+// failurePolicy is Ignore), but then the guard refuses the DELETE that
+// follows, and the pod stays, with its gang. Had the DELETE passed too,
+// the pod is going.
+func runs(pod *corev1.Pod, at time.Time) bool {
+	if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.CreationTimestamp.After(at) ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return cluster.PreemptedAt(pod) == nil || evictguard.Protected(pod)
+}
+
 // Reconcile deletes, of the gang req names (namespace and
 // key(owner UID, time of the mark)), every pod that is bound, not being
 // deleted, and was created no later than the mark: the pods the broken
 // gang holds GPUs with. Pods its controller created since (the gang
-// starting again) are left alone.
+// starting again) are left alone, and neither count as the gang's
+// running members. A gang whose members at the mark still run its
+// minimum (an elastic gang that lost pods above it) is not broken, and
+// keeps its pods.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner, at, err := parseKey(req.Name)
 	if err != nil {
@@ -156,12 +190,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("unable to list the pods of %s: %w", req.Namespace, err)
 	}
 	log := ctrl.LoggerFrom(ctx)
-	var deleted []string
+	var gang []*corev1.Pod
+	running, minimum := 0, 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if uid, ok := gangOf(pod.Annotations, pod); !ok || uid != owner {
+		uid, n, ok := gangMinOf(pod.Annotations, pod)
+		if !ok || uid != owner {
 			continue
 		}
+		gang, minimum = append(gang, pod), max(minimum, n)
+		if runs(pod, at) {
+			running++
+		}
+	}
+	if len(gang) == 0 {
+		return reconcile.Result{}, nil
+	}
+	if running >= minimum {
+		log.Info("a scheduler preempted pods of an elastic gang above its minimum: the gang still runs", "namespace", req.Namespace,
+			"owner", owner, "running", running, "minimum", minimum)
+		return reconcile.Result{}, nil
+	}
+	var deleted []string
+	for _, pod := range gang {
 		if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || pod.CreationTimestamp.After(at) {
 			continue
 		}

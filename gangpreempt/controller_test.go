@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -20,9 +21,15 @@ import (
 	"github.com/mandate-dev/mandate/scheduler"
 )
 
+// gangPod is a borrowed (preemptible) pod of 8 GPUs of owner's gang.
 func gangPod(t *testing.T, name, owner string, gangMin int, node string, created time.Time) *corev1.Pod {
 	t.Helper()
-	marks, err := scheduler.Marks(evaluator.Directives{PriorityClass: "build", Preemptible: true, GangMin: gangMin})
+	return admittedPod(t, true, name, owner, gangMin, node, created)
+}
+
+func admittedPod(t *testing.T, preemptible bool, name, owner string, gangMin int, node string, created time.Time) *corev1.Pod {
+	t.Helper()
+	marks, err := scheduler.Marks(evaluator.Directives{PriorityClass: "build", Preemptible: preemptible, GangMin: gangMin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +38,8 @@ func gangPod(t *testing.T, name, owner string, gangMin int, node string, created
 			Annotations: map[string]string{scheduler.AnnotationDirectives: marks},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner, UID: types.UID(owner),
 				Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{NodeName: node},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}},
 	}
 }
 
@@ -55,6 +63,7 @@ func TestReconcileDeletesTheRestOfTheGang(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		gone = append(gone, gangPod(t, n, "job-1", 4, "node-1", before))
 	}
+	markVictim(gone[0].(*corev1.Pod), mark)
 	c := fake.NewClientBuilder().WithObjects(append(append([]client.Object{}, keep...), gone...)...).Build()
 	r := &Reconciler{Reader: c, Writer: c}
 	ctx := context.Background()
@@ -73,6 +82,116 @@ func TestReconcileDeletesTheRestOfTheGang(t *testing.T) {
 	}
 }
 
+// markVictim gives p the DisruptionTarget condition kube-scheduler writes
+// on its victim, at mark.
+func markVictim(p *corev1.Pod, mark time.Time) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonPreemptionByScheduler, LastTransitionTime: metav1.NewTime(mark)}}
+}
+
+// TestReconcileKeepsAnElasticGangAboveItsMinimum: an elastic gang of 4
+// with a minimum of 2 that loses one pod still runs 3 and keeps them;
+// losing a third member (2 marked; the replacement made after the mark
+// and a finished pod not counted) it runs 1, below its minimum, and goes
+// whole.
+func TestReconcileKeepsAnElasticGangAboveItsMinimum(t *testing.T) {
+	mark := time.Now().Truncate(time.Second)
+	before := mark.Add(-time.Minute)
+	var members []*corev1.Pod
+	for _, n := range []string{"a", "b", "c", "d"} {
+		members = append(members, gangPod(t, n, "job-1", 2, "node-1", before))
+	}
+	markVictim(members[0], mark)
+	finished := gangPod(t, "finished", "job-1", 2, "node-1", before)
+	finished.Status.Phase = corev1.PodSucceeded
+	objs := []client.Object{gangPod(t, "replacement", "job-1", 2, "node-2", mark.Add(time.Second)), finished}
+	for _, p := range members {
+		objs = append(objs, p)
+	}
+	c := fake.NewClientBuilder().WithObjects(objs...).Build()
+	r := &Reconciler{Reader: c, Writer: c}
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
+			t.Errorf("%s of a gang still at 3 of its minimum 2 was deleted: %v", o.GetName(), err)
+		}
+	}
+
+	for _, p := range members[1:3] {
+		got := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		markVictim(got, mark)
+		if err := c.Status().Update(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range members {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s of a gang below its minimum was not deleted: %v", p.GetName(), err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(objs[0]), &corev1.Pod{}); err != nil {
+		t.Errorf("the replacement made after the mark was deleted: %v", err)
+	}
+}
+
+// TestReconcileKeepsAGuardedGang: a guaranteed gang's pod whose mark
+// passed while the eviction guard did not answer (failurePolicy Ignore),
+// but whose DELETE the guard refused, still runs: its gang is whole and
+// keeps its pods. Had the DELETE passed (the pod is going), the gang is
+// broken and goes whole.
+func TestReconcileKeepsAGuardedGang(t *testing.T) {
+	mark := time.Now().Truncate(time.Second)
+	var members []client.Object
+	for _, n := range []string{"a", "b", "c", "d"} {
+		members = append(members, admittedPod(t, false, n, "job-1", 4, "node-1", mark.Add(-time.Minute)))
+	}
+	victim := members[0].(*corev1.Pod)
+	markVictim(victim, mark)
+	c := fake.NewClientBuilder().WithObjects(members...).Build()
+	r := &Reconciler{Reader: c, Writer: c}
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range members {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); err != nil {
+			t.Errorf("%s of a gang the guard kept whole was deleted: %v", o.GetName(), err)
+		}
+	}
+
+	// The DELETE passed after all: the victim is going.
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(victim), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Finalizers = []string{"test/keep"}
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range members[1:] {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s of a gang whose victim is going was not deleted: %v", o.GetName(), err)
+		}
+	}
+}
+
 // TestEnqueueOnTheMark: only the update that marks a gang pod asks for its
 // gang (keyed by the owner and the mark's second); a pod marked already, a
 // pod of no gang and an unmarked pod ask for nothing.
@@ -84,6 +203,11 @@ func TestEnqueueOnTheMark(t *testing.T) {
 				Reason: corev1.PodReasonPreemptionByScheduler, LastTransitionTime: metav1.NewTime(mark)}}
 		}
 		return cluster.CompactPod(p)
+	}
+	going := func(f *cluster.PodFacts) *cluster.PodFacts {
+		now := metav1.Now()
+		f.DeletionTimestamp = &now
+		return f
 	}
 	member := func() *corev1.Pod { return gangPod(t, "a", "job-1", 4, "node-1", mark.Add(-time.Minute)) }
 	single := func() *corev1.Pod { return gangPod(t, "s", "job-1", 0, "node-1", mark.Add(-time.Minute)) }
@@ -97,6 +221,9 @@ func TestEnqueueOnTheMark(t *testing.T) {
 		{"seen marked at start", nil, facts(member(), true),
 			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}}},
 		{"marked before", facts(member(), true), facts(member(), true), nil},
+		{"marked before, going now", facts(member(), true), going(facts(member(), true)),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "gamma", Name: key("job-1", mark)}}}},
+		{"marked and going before", going(facts(member(), true)), going(facts(member(), true)), nil},
 		{"not marked", facts(member(), false), facts(member(), false), nil},
 		{"no gang", facts(single(), false), facts(single(), true), nil},
 	} {

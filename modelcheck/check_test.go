@@ -270,6 +270,15 @@ var cases = []struct {
 		wantMsg:   "borrowed class build-borrowed (98) is not above every preemptible tier (the highest is 99)",
 	},
 	{
+		name: "a tier named as another tier's borrowed class",
+		edit: func(m map[string]any) {
+			obj(m, "priorities")["build-borrowed"] = map[string]any{"value": 60, "preemptible": true, "description": "x"}
+		},
+		wantPath:  "priorities.build-borrowed",
+		wantCheck: "preemption",
+		wantMsg:   "tier build-borrowed has the name of tier build's borrowed class",
+	},
+	{
 		name:      "a borrowed value among the guaranteed tiers",
 		edit:      func(m map[string]any) { obj(m, "priorities", "inference")["borrowedValue"] = 110 },
 		wantPath:  "priorities.inference.borrowedValue",

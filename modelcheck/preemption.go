@@ -70,6 +70,10 @@ func checkBands(d *model.Model, r *reporter) {
 		if !ok {
 			continue
 		}
+		if _, taken := d.Priorities[model.BorrowedClass(name)]; taken {
+			r.add(path("priorities", model.BorrowedClass(name)), "tier %s has the name of tier %s's borrowed class, which sync renders as a PriorityClass of its own: rename the tier",
+				model.BorrowedClass(name), name)
+		}
 		at := path("priorities", name, "value")
 		if d.Priorities[name].BorrowedValue != nil {
 			at = path("priorities", name, "borrowedValue")

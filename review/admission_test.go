@@ -2,6 +2,7 @@ package review_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,6 +79,34 @@ func TestProtocolSteps(t *testing.T) {
 	assert.Equal(t, review.StepUpdate, update.Step)
 	assert.Equal(t, "not admitted by Mandate", update.Message)
 	assert.Nil(t, update.Decided)
+}
+
+// TestUpdateMayNotAddDirectives: an UPDATE of a workload Mandate never
+// admitted may not add mandate.dev/directives, which the eviction guard,
+// the gang-whole controller and the ledger trust: a tenant would mark its
+// undecided GPU pods non-preemptible, out of every scheduler's reach.
+func TestUpdateMayNotAddDirectives(t *testing.T) {
+	r, _ := reviewtest.Service(t)
+	old := `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: squatter
+  namespace: vision
+spec:
+  priorityClassName: train
+  containers:
+  - {name: main, image: x, resources: {limits: {nvidia.com/gpu: "8"}}}
+`
+	marked := strings.Replace(old, "  namespace: vision\n", "  namespace: vision\n  annotations:\n    mandate.dev/directives: '{\"priorityClass\":\"build\",\"preemptible\":false}'\n", 1)
+	require.NotEqual(t, old, marked)
+	resp := r.Validate(context.Background(), request(t, marked, old), review.Gate{})
+	assert.Equal(t, review.Denied, resp.Outcome, "%s", resp.Message)
+	assert.Contains(t, resp.Message, "only Mandate records mandate.dev/directives")
+
+	relabelled := strings.Replace(old, "  namespace: vision\n", "  namespace: vision\n  labels: {app: x}\n", 1)
+	resp = r.Validate(context.Background(), request(t, relabelled, old), review.Gate{})
+	assert.Equal(t, review.Allowed, resp.Outcome, "any other update of it is not Mandate's concern: %s", resp.Message)
 }
 
 // TestForgedGangOwnerIsDropped: a pod created with a gang-owner annotation

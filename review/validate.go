@@ -150,6 +150,16 @@ func (s *Service) scale(ctx context.Context, req Request, exempt []string) Respo
 // oldObj to newObj.
 func (s *Service) updateObject(ctx context.Context, req Request, gvk schema.GroupVersionKind, oldObj, newObj *unstructured.Unstructured) Response {
 	if _, admitted := oldObj.GetAnnotations()[scheduler.AnnotationDirectives]; !admitted {
+		if _, claimed := newObj.GetAnnotations()[scheduler.AnnotationDirectives]; claimed {
+			// Only the mutating webhook records directives, at admission:
+			// the eviction guard, the gang-whole controller and the
+			// ledger trust them on a pod that was never decided (one
+			// created before its namespace was governed, a DaemonSet's)
+			// as on one Mandate admitted.
+			return refused(fmt.Sprintf("%s %s/%s was not admitted by Mandate, and only Mandate records %s, when it admits "+
+				"a workload: remove the annotation, or delete and create the workload again to have it decided",
+				req.Kind.Kind, req.Namespace, req.Name, scheduler.AnnotationDirectives))
+		}
 		return allowed(StepUpdate, "not admitted by Mandate")
 	}
 	changed := scheduler.ChangedOwnedKeys(oldObj.GetLabels(), newObj.GetLabels(), oldObj.GetAnnotations(), newObj.GetAnnotations())

@@ -43,28 +43,12 @@ func TestGangEvictedWhole(t *testing.T) {
 	}
 	guaranteed = s.waitBound(t, s.createPods(t, guaranteed...))
 
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantGamma, Name: "gamma-gang"},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(4)), Completions: ptr.To(int32(4)),
-			Template: corev1.PodTemplateSpec{Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec}},
-	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	gangJob := podJob(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}, Spec: job.Spec.Template.Spec})
-	gangJob.Pods = int(*job.Spec.Parallelism)
+	// The gang as mandate simulate sees it: the Job's template, 4 pods.
+	gangJob := podJob(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenantGamma, Name: "gamma-gang"},
+		Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec})
+	gangJob.Pods = 4
 	scenario = append(scenario, gangJob)
-	if err := s.env.Client.Create(ctx, job); err != nil {
-		t.Fatalf("create Job %s: %v", job.Name, err)
-	}
-	var gang []*corev1.Pod
-	envtest.WaitFor(t, 2*time.Minute, "the Job controller to create the gang's 4 pods and kube-scheduler to bind them", func() bool {
-		gang = s.jobPods(t, job)
-		return len(gang) == 4 && !slices.ContainsFunc(gang, func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
-	})
-	for _, p := range gang {
-		if preemptible, gangMin := recorded(t, p); !preemptible || gangMin != 4 {
-			t.Fatalf("gang pod %s admitted preemptible=%v gangMin=%d: want a borrowed gang of 4", p.Name, preemptible, gangMin)
-		}
-	}
+	gang := s.runGang(t, true)
 
 	// Of the same tier as the gang: the gang is borrowed, so its class is
 	// build-borrowed, below every guaranteed tier.
@@ -105,7 +89,39 @@ func TestGangEvictedWhole(t *testing.T) {
 		}
 	}
 	// mandate simulate evicts the same gang, whole, and keeps the rest.
-	simulationAgrees(t, dir, replay.Scenario{Jobs: scenario}, running, []string{job.Name})
+	simulationAgrees(t, dir, replay.Scenario{Jobs: scenario}, running, []string{gangJob.Name})
+}
+
+// runGang runs gamma's Job gamma-gang of 4 build pods of 8 GPUs, one gang,
+// and returns its pods once kube-scheduler has bound them all, after
+// checking that Mandate admitted them as a gang of 4, borrowed
+// (preemptible) or within gamma's guarantee.
+func (s *suite) runGang(t *testing.T, borrowed bool) []*corev1.Pod {
+	t.Helper()
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantGamma, Name: "gamma-gang"},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(4)), Completions: ptr.To(int32(4)),
+			Template: corev1.PodTemplateSpec{Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec}},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if err := s.env.Client.Create(context.Background(), job); err != nil {
+		t.Fatalf("create Job %s: %v", job.Name, err)
+	}
+	var gang []*corev1.Pod
+	envtest.WaitFor(t, 2*time.Minute, "the Job controller to create the gang's 4 pods and kube-scheduler to bind them", func() bool {
+		gang = s.jobPods(t, job)
+		return len(gang) == 4 && !slices.ContainsFunc(gang, func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
+	})
+	want := "within gamma's guarantee"
+	if borrowed {
+		want = "borrowed"
+	}
+	for _, p := range gang {
+		if preemptible, gangMin := recorded(t, p); preemptible != borrowed || gangMin != 4 {
+			t.Fatalf("gang pod %s admitted preemptible=%v gangMin=%d: want a gang of 4, %s", p.Name, preemptible, gangMin, want)
+		}
+	}
+	return gang
 }
 
 // jobPods are the pods of job that are not being deleted.
@@ -134,27 +150,8 @@ func (s *suite) jobPods(t *testing.T, job *batchv1.Job) []*corev1.Pod {
 func TestGuaranteedGangNotEvicted(t *testing.T) {
 	s, _, _ := startPreemption(t)
 	envtest.StartControllers(t, s.env, "", "job-controller")
-	ctx := context.Background()
 
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantGamma, Name: "gamma-gang"},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(4)), Completions: ptr.To(int32(4)),
-			Template: corev1.PodTemplateSpec{Spec: gpuPod(tenantGamma, "", "build", 8, nil).Spec}},
-	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	if err := s.env.Client.Create(ctx, job); err != nil {
-		t.Fatalf("create Job %s: %v", job.Name, err)
-	}
-	var gang []*corev1.Pod
-	envtest.WaitFor(t, 2*time.Minute, "the Job controller to create the gang's 4 pods and kube-scheduler to bind them", func() bool {
-		gang = s.jobPods(t, job)
-		return len(gang) == 4 && !slices.ContainsFunc(gang, func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
-	})
-	for _, p := range gang {
-		if preemptible, gangMin := recorded(t, p); preemptible || gangMin != 4 {
-			t.Fatalf("gang pod %s admitted preemptible=%v gangMin=%d: want a gang of 4 within gamma's guarantee", p.Name, preemptible, gangMin)
-		}
-	}
+	gang := s.runGang(t, false)
 	// The default scheduler is told no topology: the gang's pods are on
 	// some four nodes; alpha's pod asks for the first one's.
 	onGangNode := map[string]string{topologytest.LabelHostname: gang[0].Spec.NodeName}

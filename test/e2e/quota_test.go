@@ -28,7 +28,9 @@ import (
 
 	"github.com/mandate-dev/mandate/certs"
 	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/ledger"
+	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 )
@@ -326,6 +328,32 @@ func TestDaemonSetPods(t *testing.T) {
 		}
 		if got := gpuPod.Labels[ledger.LabelPreemptible]; got == "" {
 			t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", ledger.LabelPreemptible)
+		}
+
+		// Undecided, it carries no directives, and no UPDATE may add
+		// them: the eviction guard and the gang-whole controller trust
+		// them as Mandate's.
+		cpuPod := podOf("platform", "gpu-agent-x2", agent.Name, agent.UID, "", "")
+		if err := c.Create(ctx, cpuPod); err != nil {
+			t.Fatal(err)
+		}
+		if _, marked := cpuPod.Annotations[scheduler.AnnotationDirectives]; marked {
+			t.Fatalf("a real DaemonSet's CPU pod was decided: it carries %s", scheduler.AnnotationDirectives)
+		}
+		marks, err := scheduler.Marks(evaluator.Directives{PriorityClass: "build", GangMin: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		annotations, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{scheduler.AnnotationDirectives: marks}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Patch(ctx, cpuPod.DeepCopy(), client.RawPatch(types.MergePatchType, annotations))
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only Mandate records "+scheduler.AnnotationDirectives) {
+			t.Errorf("a tenant writes directives on its undecided pod: error = %v, want Forbidden", err)
+		}
+		if err := c.Patch(ctx, cpuPod.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"x"}}}`))); err != nil {
+			t.Errorf("another update of the undecided pod: %v", err)
 		}
 	})
 }
