@@ -30,7 +30,7 @@ func TestGrantsCountForOthersNotForTheirHolder(t *testing.T) {
 	// Anyone else (a report, a dry run) counts both.
 	require.Equal(t, Usage{Total: 14, NonPreemptible: 12}, l.Usage("vision")["org"][gpu])
 
-		require.True(t, l.SpendGrant("k1", "vision", "", map[string]int{gpu: 5}, false, 0, time.Minute, map[string]int{gpu: 5}, map[string]int{gpu: 5}, always))
+	require.True(t, l.SpendGrant("k1", "vision", "", map[string]int{gpu: 5}, false, 0, time.Minute, map[string]int{gpu: 5}, map[string]int{gpu: 5}, always))
 	require.Equal(t, Usage{Total: 11, NonPreemptible: 9}, l.UsageWithout("vision", "", "")["org"][gpu], "the spend counts")
 	require.Equal(t, Usage{Total: 14, NonPreemptible: 12}, l.Usage("vision")["org"][gpu], "within the grant: nothing more is used")
 	require.False(t, l.SpendGrant("k2", "vision", "", map[string]int{gpu: 4}, false, 0, time.Minute, map[string]int{gpu: 4}, map[string]int{gpu: 4}, always),
