@@ -95,7 +95,7 @@ func strippedMeta(m *metav1.ObjectMeta, labels, annotations map[string]string, o
 // keptKeyPrefixes and keptKeys are the pod labels and annotations the
 // informers keep (PodKeyKept).
 var (
-	keptKeyPrefixes = append([]string{"mandate.dev/", "scheduling.x-k8s.io/", "gpu-"}, schedulerKeyPrefixes()...)
+	keptKeyPrefixes = append([]string{workload.KeyPrefix, "scheduling.x-k8s.io/", "gpu-"}, schedulerKeyPrefixes()...)
 	keptKeys        = map[string]bool{"runai/queue": true}
 )
 

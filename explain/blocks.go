@@ -59,7 +59,7 @@ func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 	h := holders{byTenant: map[string][]holder{}, model: m, domains: map[string][]string{}}
 	tenantOf := map[string]string{}
 	for _, ns := range inv.Namespaces {
-		tenantOf[ns.GetName()] = ns.GetLabels()["mandate.dev/tenant"]
+		tenantOf[ns.GetName()] = ns.GetLabels()[workload.LabelTenant]
 	}
 	preemptible := m.PreemptibleClasses()
 	sums := map[string]*holder{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // KAI's resource of whole GPUs in a Queue; other resources are not
@@ -45,7 +46,7 @@ func kaiObjects(s model.Model) ([]Object, error) {
 		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
-		o := newObject(KAIQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
+		o := newObject(KAIQueueKind, "", s.QueueName(name), map[string]string{workload.LabelTenant: name})
 		spec := map[string]any{
 			"resources": map[string]any{
 				"gpu": map[string]any{

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Action is what Sync does (or would do) to one object.
@@ -284,8 +286,8 @@ func (s Syncer) planUnwanted(ctx context.Context, k Kind, live *unstructured.Uns
 // stopPolicy Hold (admitted workloads keep running, nothing new is admitted).
 func closedObject(k Kind, live *unstructured.Unstructured) (Object, error) {
 	labels := map[string]string{LabelClosed: "true"}
-	if t := live.GetLabels()[LabelTenant]; t != "" {
-		labels[LabelTenant] = t
+	if t := live.GetLabels()[workload.LabelTenant]; t != "" {
+		labels[workload.LabelTenant] = t
 	}
 	o := newObject(k, live.GetNamespace(), live.GetName(), labels)
 	spec, _, _ := unstructured.NestedMap(live.Object, "spec")

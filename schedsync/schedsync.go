@@ -30,8 +30,6 @@ const (
 	ManagedBy      = "mandate"
 	LabelComponent = "app.kubernetes.io/component"
 	Component      = "scheduler-config"
-	// LabelTenant names the tenant a queue belongs to.
-	LabelTenant = "mandate.dev/tenant"
 	// LabelClosed marks a queue kept only because it still holds workloads
 	// of a tenant the model no longer has.
 	LabelClosed = "mandate.dev/closed"

@@ -20,6 +20,13 @@ const (
 	ClassBatch       Class = "batch"
 )
 
+// KeyPrefix starts every label and annotation key of Mandate itself: its
+// marks (directives, preemptible, policy revision, seal) and the requests it
+// decides on (class, topology, elastic minimum). Changing such a key after
+// admission is refused (scheduler.ChangedOwnedKeys), and the informers keep
+// them on the pods they cache.
+const KeyPrefix = "mandate.dev/"
+
 // Keys a workload may carry to ask for something; the authority model decides
 // whether it gets it.
 const (
@@ -44,6 +51,10 @@ const (
 	// Job), names that owner as the JSON of an Owner: the quota ledger
 	// counts the pod against the owner's reservation and gang slots.
 	AnnotationGangOwner = "mandate.dev/gang-owner"
+	// LabelPreemptible, set by Mandate on every pod template it governs
+	// (scheduler.Render), tells the quota ledger whether the pods are
+	// preemptible, whatever their priority class's tier.
+	LabelPreemptible = "mandate.dev/preemptible"
 	// LabelProduct is the node label (and node selector) naming the GPU model.
 	LabelProduct = "nvidia.com/gpu.product"
 )

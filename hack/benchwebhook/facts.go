@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // readModel reads the authority model's data.json as a generic document.
@@ -102,7 +103,7 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 			}
 			pods = append(pods, p)
 		case "Namespace":
-			if t := obj.GetLabels()["mandate.dev/tenant"]; t != "" {
+			if t := obj.GetLabels()[workload.LabelTenant]; t != "" {
 				namespaces[obj.GetName()] = t
 			}
 		}

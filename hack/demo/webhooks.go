@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/test/envtest"
+	kinds "github.com/mandate-dev/mandate/workload"
 )
 
 // probeNamespace has no tenant label: once the webhooks answer, a GPU pod
@@ -128,7 +129,7 @@ func probePod() *corev1.Pod {
 
 func hasMandateMarks(m map[string]string) bool {
 	for k := range m {
-		if strings.HasPrefix(k, "mandate.dev/") {
+		if strings.HasPrefix(k, kinds.KeyPrefix) {
 			return true
 		}
 	}

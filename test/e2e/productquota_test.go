@@ -65,7 +65,7 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 			return true
 		})
 
-		preemptible := func(job *batchv1.Job) string { return job.Spec.Template.Labels[ledger.LabelPreemptible] }
+		preemptible := func(job *batchv1.Job) string { return job.Spec.Template.Labels[workload.LabelPreemptible] }
 		h100 := s.createInferenceJob(t, "serve-h100", topologytest.ProductH100)
 		b200 := s.createInferenceJob(t, "tune-b200", topologytest.ProductB200)
 		if preemptible(h100) != "false" || preemptible(b200) != "false" {
@@ -100,7 +100,7 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 		if err := s.env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+		if got := pod.Labels[workload.LabelPreemptible]; got != "false" {
 			t.Fatalf("a pod of no product within the resource's guarantee: mandate.dev/preemptible %q, want false", got)
 		}
 		// The bound pod counts against its node's product.
