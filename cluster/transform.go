@@ -212,7 +212,7 @@ func (f *PodFacts) Pod() *corev1.Pod {
 		Status: corev1.PodStatus{Phase: f.Phase}}
 	p.Kind, p.APIVersion = "Pod", "v1"
 	if f.Product != "" {
-		p.Spec.NodeSelector = map[string]string{workload.LabelProduct: f.Product}
+		p.Spec.NodeSelector = map[string]string{topology.DefaultProductLabel: f.Product}
 	}
 	if len(f.GPUs) > 0 {
 		limits := make(corev1.ResourceList, len(f.GPUs))

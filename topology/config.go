@@ -8,8 +8,11 @@ import (
 
 // Defaults and limits of a Config.
 const (
-	// DefaultProductLabel is the node label naming the GPU model when
-	// Config.ProductLabel is empty (set by NVIDIA GPU feature discovery).
+	// DefaultProductLabel is the node label naming the GPU model (set by
+	// NVIDIA GPU feature discovery): the one definition of it. The
+	// topology reads it when Config.ProductLabel is empty, schedsync and
+	// sbatch render it when not told another, and a workload pins a GPU
+	// product by it (workload.PodProduct).
 	DefaultProductLabel = "nvidia.com/gpu.product"
 	// DefaultToleratedTaint is the taint key tolerated when
 	// Config.ToleratedTaints is nil.

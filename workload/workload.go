@@ -8,6 +8,10 @@
 // policies never change.
 package workload
 
+import (
+	"github.com/mandate-dev/mandate/topology"
+)
+
 // Class is what a workload is for; the authority model maps classes to default
 // priority classes.
 type Class string
@@ -55,8 +59,10 @@ const (
 	// (scheduler.Render), tells the quota ledger whether the pods are
 	// preemptible, whatever their priority class's tier.
 	LabelPreemptible = "mandate.dev/preemptible"
-	// LabelProduct is the node label (and node selector) naming the GPU model.
-	LabelProduct = "nvidia.com/gpu.product"
+	// LabelProduct is topology.DefaultProductLabel, the node label naming
+	// the GPU model, under the name the ledger's tests still read; the
+	// code uses topology.DefaultProductLabel.
+	LabelProduct = topology.DefaultProductLabel
 )
 
 // KAI GPU-sharing annotations on a pod (template) that ask for part of a

@@ -150,7 +150,7 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 		if total == 0 {
 			continue
 		}
-		product := n.Labels["nvidia.com/gpu.product"]
+		product := n.Labels[topology.DefaultProductLabel]
 		var key []string
 		for _, l := range levels {
 			key = append(key, n.Labels[l.label])

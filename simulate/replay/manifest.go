@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -40,7 +41,7 @@ func manifest(j Job, namespace string, uid int) *unstructured.Unstructured {
 		podSpec["priorityClassName"] = j.PriorityClass
 	}
 	if len(j.Products) == 1 {
-		podSpec["nodeSelector"] = map[string]any{workload.LabelProduct: j.Products[0]}
+		podSpec["nodeSelector"] = map[string]any{topology.DefaultProductLabel: j.Products[0]}
 	}
 	tmplMeta := map[string]any{}
 	if len(tmplAnn) > 0 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
 	"github.com/mandate-dev/mandate/simulate/openb"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/topology/topologytest"
-	"github.com/mandate-dev/mandate/workload"
 )
 
 // Supply is the simulated cluster's nodes and, from a snapshot, its
@@ -78,7 +78,7 @@ func FromOpenbNodes(rows []openb.Node) Supply {
 		}
 		s.Nodes = append(s.Nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{
-				"kubernetes.io/hostname": r.Name, workload.LabelProduct: r.Model, "nvidia.com/gpu.count": strconv.Itoa(r.GPUs)}},
+				"kubernetes.io/hostname": r.Name, topology.DefaultProductLabel: r.Model, "nvidia.com/gpu.count": strconv.Itoa(r.GPUs)}},
 			Status: corev1.NodeStatus{Allocatable: alloc, Capacity: alloc,
 				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 		})
@@ -94,7 +94,7 @@ func spec(n *corev1.Node) alloc.NodeSpec {
 		a = n.Status.Capacity
 	}
 	cpu, mem, gpu := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[DefaultResource]
-	return alloc.NodeSpec{Name: n.Name, Model: n.Labels[workload.LabelProduct], CPUMilli: cpu.MilliValue(),
+	return alloc.NodeSpec{Name: n.Name, Model: n.Labels[topology.DefaultProductLabel], CPUMilli: cpu.MilliValue(),
 		MemoryMiB: mem.Value() >> 20, GPUs: int(gpu.Value())}
 }
 

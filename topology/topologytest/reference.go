@@ -28,7 +28,7 @@ const (
 	LabelLeafBlock  = "mandate.dev/leaf-block"
 	LabelClique     = "nvidia.com/gpu.clique"
 	LabelHostname   = "kubernetes.io/hostname"
-	LabelProduct    = "nvidia.com/gpu.product"
+	LabelProduct    = topology.DefaultProductLabel
 	LabelGPUCount   = "nvidia.com/gpu.count"
 )
 
