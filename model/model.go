@@ -88,7 +88,7 @@ type TopologyRule struct {
 
 // DefaultDeviceClasses are the DRA DeviceClasses counted as GPUs without
 // a deviceClasses entry: the NVIDIA DRA driver's whole GPUs.
-var DefaultDeviceClasses = map[string]string{"gpu.nvidia.com": "nvidia.com/gpu"}
+var DefaultDeviceClasses = map[string]string{"gpu.nvidia.com": topology.DefaultGPUResource}
 
 // DeviceResource is the quota resource a device of DRA DeviceClass class
 // counts as: the model's deviceClasses entry, else DefaultDeviceClasses';

@@ -7,12 +7,13 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
-// KAI's resource of whole GPUs in a Queue; other resources are not
-// governed by Mandate there (-1: unlimited).
-const kaiGPUResource = "nvidia.com/gpu"
+// KAI's resource of whole GPUs in a Queue is topology.DefaultGPUResource;
+// other resources are not governed by Mandate there (-1: unlimited).
+const kaiGPUResource = topology.DefaultGPUResource
 
 func init() {
 	Register(KAI, Sync{

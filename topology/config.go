@@ -15,8 +15,9 @@ const (
 	// product by it (workload.PodProduct).
 	DefaultProductLabel = "nvidia.com/gpu.product"
 	// DefaultToleratedTaint is the taint key tolerated when
-	// Config.ToleratedTaints is nil.
-	DefaultToleratedTaint = "nvidia.com/gpu"
+	// Config.ToleratedTaints is nil: the GPU operator and cloud node pools
+	// taint GPU nodes with the GPU resource's name.
+	DefaultToleratedTaint = DefaultGPUResource
 	// MaxLevels bounds how many levels a Config may have.
 	MaxLevels = 32
 )

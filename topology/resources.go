@@ -6,7 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// DefaultGPUResource is the resource a Request means when Resource is empty.
+// DefaultGPUResource is NVIDIA's whole-GPU extended resource, the one
+// definition of it: the resource a Request means when Resource is empty,
+// a workload or job that names none asks for, and the authority model's
+// default DeviceClass counts as.
 const DefaultGPUResource = "nvidia.com/gpu"
 
 // migPrefix starts every MIG profile resource (nvidia.com/mig-1g.10gb, …).
@@ -27,7 +30,7 @@ const SharedReplicaSuffix = ".shared"
 func IsGPUResource(name string) bool {
 	name = strings.TrimSuffix(name, SharedReplicaSuffix)
 	switch name {
-	case "nvidia.com/gpu", "amd.com/gpu":
+	case DefaultGPUResource, "amd.com/gpu":
 		return true
 	}
 	return strings.HasPrefix(name, migPrefix) && len(name) > len(migPrefix)

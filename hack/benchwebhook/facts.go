@@ -126,7 +126,7 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 			continue
 		}
 		req := topology.PodGPURequests(p)
-		used[p.Spec.NodeName] += req[gpuResource]
+		used[p.Spec.NodeName] += req[topology.DefaultGPUResource]
 		tenant, _ := namespaces[p.Namespace].(string)
 		if tenant == "" {
 			continue
@@ -145,7 +145,7 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 	}
 	capacity, free := map[string]any{}, map[string]any{}
 	for _, n := range nodes {
-		alloc := n.Status.Allocatable[corev1.ResourceName(gpuResource)]
+		alloc := n.Status.Allocatable[corev1.ResourceName(topology.DefaultGPUResource)]
 		total := int(alloc.Value())
 		if total == 0 {
 			continue
@@ -167,8 +167,6 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 		"reference": map[string]any{"domains": free},
 	}, nil
 }
-
-const gpuResource = "nvidia.com/gpu"
 
 type level struct{ name, label string }
 

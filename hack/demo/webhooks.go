@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/topology"
 	kinds "github.com/mandate-dev/mandate/workload"
 )
 
@@ -121,7 +122,7 @@ func probePod() *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "probe", Image: "registry.example/probe:1",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-				"nvidia.com/gpu": resource.MustParse("1"),
+				topology.DefaultGPUResource: resource.MustParse("1"),
 			}},
 		}}},
 	}

@@ -18,7 +18,7 @@ import (
 func manifest(j Job, namespace string, uid int) *unstructured.Unstructured {
 	resource := j.Resource
 	if resource == "" {
-		resource = DefaultResource
+		resource = topology.DefaultGPUResource
 	}
 	limits := map[string]any{}
 	requests := map[string]any{}

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Report is one simulation's outcome.
@@ -190,7 +191,7 @@ func (s *sim) report() *Report {
 	hours := s.now / 3600
 	for _, a := range s.stats {
 		a.finish()
-		if l, ok := s.m.QuotaOf(a.Tenant, DefaultResource, ""); ok {
+		if l, ok := s.m.QuotaOf(a.Tenant, topology.DefaultGPUResource, ""); ok {
 			a.GPUHoursGuaranteed = float64(l.Guaranteed) * hours
 		}
 		r.Tenants = append(r.Tenants, a.TenantStats)

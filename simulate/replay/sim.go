@@ -35,6 +35,7 @@ import (
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/simulate/alloc"
 	"github.com/mandate-dev/mandate/simulate/placement"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -432,7 +433,7 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 	j.chain = s.m.Chain(j.tenant)
 	res := w.GPUResource
 	if res == "" {
-		res = DefaultResource
+		res = topology.DefaultGPUResource
 	}
 	j.keys = []string{res}
 	if w.GPUProduct != "" {

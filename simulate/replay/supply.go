@@ -72,9 +72,9 @@ func FromOpenbNodes(rows []openb.Node) Supply {
 	var s Supply
 	for _, r := range rows {
 		alloc := corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewMilliQuantity(r.CPUMilli, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(r.MemoryMiB<<20, resource.BinarySI),
-			DefaultResource:       *resource.NewQuantity(int64(r.GPUs), resource.DecimalSI),
+			corev1.ResourceCPU:          *resource.NewMilliQuantity(r.CPUMilli, resource.DecimalSI),
+			corev1.ResourceMemory:       *resource.NewQuantity(r.MemoryMiB<<20, resource.BinarySI),
+			topology.DefaultGPUResource: *resource.NewQuantity(int64(r.GPUs), resource.DecimalSI),
 		}
 		s.Nodes = append(s.Nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{
@@ -93,7 +93,7 @@ func spec(n *corev1.Node) alloc.NodeSpec {
 	if len(a) == 0 {
 		a = n.Status.Capacity
 	}
-	cpu, mem, gpu := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[DefaultResource]
+	cpu, mem, gpu := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[topology.DefaultGPUResource]
 	return alloc.NodeSpec{Name: n.Name, Model: n.Labels[topology.DefaultProductLabel], CPUMilli: cpu.MilliValue(),
 		MemoryMiB: mem.Value() >> 20, GPUs: int(gpu.Value())}
 }

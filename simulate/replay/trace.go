@@ -58,9 +58,6 @@ type Job struct {
 	Topology string `json:"topology,omitempty"`
 }
 
-// DefaultResource is the GPU resource of a job that names none.
-const DefaultResource = "nvidia.com/gpu"
-
 // csvColumns are the trace's CSV columns, in the JSON names; a file needs
 // name, submit, duration, pods and gpusPerPod and may leave out the rest.
 // products is a list separated by '|'.
