@@ -255,7 +255,7 @@ func Fold(gpus map[string]int) map[string]int {
 	out := make(map[string]int, len(gpus))
 	for key, n := range gpus {
 		if base, ok := strings.CutSuffix(key, SharedSuffix); ok {
-			out[base] += ceilDevices(n)
+			out[base] += WholeGPUs(n)
 		} else {
 			out[key] += n
 		}

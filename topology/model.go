@@ -183,7 +183,7 @@ func (m *Model) remapMemory(st podState) podState {
 	if n := m.nodes[st.node]; n != nil && n.info != nil {
 		product = n.info.product
 	}
-	milli := 1000
+	milli := MilliPerGPU
 	if dev, ok := m.rules.gpuMemory.DeviceMiB(SharedResource, product); ok {
 		milli = MemoryMilli(st.memMiB, dev)
 	}

@@ -106,10 +106,10 @@ func fromPodSets(w *Workload, sets []podSet) error {
 		for _, r := range w.Roles {
 			w.TotalMilliGPUs += int64(r.Replicas) * int64(r.GPUsPerPod) * FractionMilli(sharing.Fraction)
 		}
-		w.TotalGPUs = int((w.TotalMilliGPUs + 999) / 1000)
+		w.TotalGPUs = topology.WholeGPUs(int(w.TotalMilliGPUs))
 		w.GPUShareMilli = int(FractionMilli(sharing.Fraction))
 	} else {
-		w.TotalMilliGPUs = int64(w.TotalGPUs) * 1000
+		w.TotalMilliGPUs = int64(w.TotalGPUs) * topology.MilliPerGPU
 	}
 	return nil
 }

@@ -119,8 +119,8 @@ type Workload struct {
 	// rounded up to whole GPUs, the fraction counted against quota.
 	TotalGPUs int `json:"totalGPUs"`
 	// TotalMilliGPUs is the gang's exact GPU demand in thousandths of a
-	// device: 1000 per whole device, the fraction for KAI gpu-fraction pods
-	// (16 pods at 0.25 make 4000).
+	// device: topology.MilliPerGPU per whole device, the fraction for KAI
+	// gpu-fraction pods (16 pods at 0.25 make 4000).
 	TotalMilliGPUs int64 `json:"totalMilliGPUs"`
 	// GPUResource is the extended resource name, e.g. nvidia.com/gpu or
 	// nvidia.com/mig-1g.10gb; empty for CPU-only workloads.

@@ -24,8 +24,8 @@ func manifest(j Job, namespace string, uid int) *unstructured.Unstructured {
 	requests := map[string]any{}
 	tmplAnn := map[string]any{}
 	switch {
-	case j.GPUsPerPod == 1 && j.GPUMilli > 0 && j.GPUMilli < 1000:
-		tmplAnn[workload.AnnotationGPUFraction] = strconv.FormatFloat(float64(j.GPUMilli)/1000, 'f', -1, 64)
+	case j.GPUsPerPod == 1 && j.GPUMilli > 0 && j.GPUMilli < topology.MilliPerGPU:
+		tmplAnn[workload.AnnotationGPUFraction] = strconv.FormatFloat(float64(j.GPUMilli)/topology.MilliPerGPU, 'f', -1, 64)
 	case j.GPUsPerPod > 0:
 		limits[resource] = int64(j.GPUsPerPod)
 	}

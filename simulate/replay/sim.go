@@ -442,11 +442,11 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 	j.productsKey = strings.Join(j.Products, "|")
 	j.req = alloc.Request{CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, GPUs: j.GPUsPerPod, GPUMilli: j.GPUMilli, Models: j.Products}
 	if j.GPUMilli == 0 {
-		j.req.GPUMilli = alloc.MilliPerGPU
+		j.req.GPUMilli = topology.MilliPerGPU
 	}
 	j.gpus = float64(j.GPUsPerPod)
 	if j.req.Fractional() {
-		j.gpus = float64(j.GPUMilli) / alloc.MilliPerGPU
+		j.gpus = float64(j.GPUMilli) / topology.MilliPerGPU
 	}
 	j.class, j.tier, j.scheduler = d.Directives.PriorityClass, d.Directives.TierName(), d.Directives.Scheduler
 	j.value, _ = s.m.ClassValue(j.class)

@@ -77,7 +77,7 @@ func (s *sim) initialJob(p *corev1.Pod) *job {
 	if prod := workload.PodProduct(&p.Spec); prod != "" {
 		j.keys = append(j.keys, topology.DefaultGPUResource+"@"+prod)
 	}
-	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: alloc.MilliPerGPU}
+	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: topology.MilliPerGPU}
 	j.gpus = float64(gpus)
 	j.class = p.Spec.PriorityClassName
 	j.tier, _, _ = s.m.TierOf(j.class)
