@@ -292,7 +292,7 @@ func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, block
 		for r := range usage {
 			// The ledger also counts usage per resource@product; those
 			// rows are shown only where the model sets a quota for them.
-			if !ledger.IsProductKey(r) {
+			if !topology.IsProductKey(r) {
 				resources[r] = true
 			}
 		}
@@ -308,7 +308,7 @@ func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, block
 			for _, p := range append([]string{""}, m.Products(t, r)...) {
 				k, usageKey := key{r, p}, r
 				if p != "" {
-					usageKey = ledger.ProductKey(r, p)
+					usageKey = topology.ProductKey(r, p)
 				}
 				row := TenantRow{Tenant: t, Parent: m.Tenants[t].Parent, Depth: m.Depth(t), Resource: r, Product: p,
 					Guaranteed: -1, Ceiling: -1, Used: usage[usageKey].Total, NonPreemptible: usage[usageKey].NonPreemptible,

@@ -437,7 +437,7 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 	}
 	j.keys = []string{res}
 	if w.GPUProduct != "" {
-		j.keys = append(j.keys, res+"@"+w.GPUProduct)
+		j.keys = append(j.keys, topology.ProductKey(res, w.GPUProduct))
 	}
 	j.productsKey = strings.Join(j.Products, "|")
 	j.req = alloc.Request{CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, GPUs: j.GPUsPerPod, GPUMilli: j.GPUMilli, Models: j.Products}

@@ -75,7 +75,7 @@ func (s *sim) initialJob(p *corev1.Pod) *job {
 		seq: len(s.jobs), namespace: p.Namespace, tenant: tenant, chain: s.m.Chain(tenant), initial: true}
 	j.keys = []string{topology.DefaultGPUResource}
 	if prod := workload.PodProduct(&p.Spec); prod != "" {
-		j.keys = append(j.keys, topology.DefaultGPUResource+"@"+prod)
+		j.keys = append(j.keys, topology.ProductKey(topology.DefaultGPUResource, prod))
 	}
 	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: topology.MilliPerGPU}
 	j.gpus = float64(gpus)

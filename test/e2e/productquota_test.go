@@ -78,8 +78,8 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 		}
 		want := map[string]ledger.Usage{
 			gpu: {Total: 24, NonPreemptible: 16},
-			ledger.ProductKey(gpu, topologytest.ProductH100): {Total: 16, NonPreemptible: 8},
-			ledger.ProductKey(gpu, topologytest.ProductB200): {Total: 8, NonPreemptible: 8},
+			topology.ProductKey(gpu, topologytest.ProductH100): {Total: 16, NonPreemptible: 8},
+			topology.ProductKey(gpu, topologytest.ProductB200): {Total: 8, NonPreemptible: 8},
 		}
 		for key, u := range want {
 			// Held by the stored Jobs, on every replica's informers.
@@ -105,7 +105,7 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 		}
 		// The bound pod counts against its node's product.
 		s.waitUsage(t, "tenant product's non-preemptible B200 GPUs with the bound pod", "product", func(got map[string]map[string]ledger.Usage) int {
-			return got["product"][ledger.ProductKey(gpu, topologytest.ProductB200)].NonPreemptible
+			return got["product"][topology.ProductKey(gpu, topologytest.ProductB200)].NonPreemptible
 		}, 16)
 		if job := s.createInferenceJob(t, "tune-b200-more", topologytest.ProductB200); preemptible(job) != "true" {
 			t.Fatalf("a B200 Job after B200's guarantee was spent by a pod on a B200 node: mandate.dev/preemptible %q, want true", preemptible(job))
