@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -100,7 +101,7 @@ func (s Syncer) Plan(ctx context.Context, desired []Object, kinds []Kind) (Plan,
 	for _, k := range kinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
-		err := s.Client.List(ctx, list, client.MatchingLabels{LabelManagedBy: ManagedBy, LabelComponent: Component})
+		err := s.Client.List(ctx, list, client.MatchingLabels{config.LabelManagedBy: config.ManagedBy, config.LabelComponent: Component})
 		if err != nil {
 			return p, fmt.Errorf("unable to list the %s objects Mandate manages: %w", k.GVK.Kind, err)
 		}
