@@ -61,7 +61,7 @@ func TestStateCountsWhatPodsHold(t *testing.T) {
 					require.Equal(t, topologytest.HoldingAllocatable-tc.WantWhole[res], got.ClusterFree, res)
 				}
 				// Its holdings read back as the state counts them.
-				h := topology.PodHoldings(tc.Pod, "", holdingModel().Counting(), s.ClaimLookup())
+				h := topology.PodUsage(tc.Pod, "", holdingModel().Counting(), s.ClaimLookup())
 				require.Equal(t, tc.Want, h.GPUs)
 			})
 		}

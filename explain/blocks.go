@@ -72,7 +72,7 @@ func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 			return nil
 		}
 		gpus := 0
-		for _, n := range topology.PodHoldings(pod, workload.PodProduct(&pod.Spec), counting, claims).Whole() {
+		for _, n := range topology.PodUsage(pod, workload.PodProduct(&pod.Spec), counting, claims).Whole() {
 			gpus += n
 		}
 		if gpus == 0 {

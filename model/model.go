@@ -101,7 +101,7 @@ func (m Model) DeviceResource(class string) (string, bool) {
 	return r, ok
 }
 
-// Counting is what counting a pod's GPUs (topology.PodHoldings) reads of
+// Counting is what counting a pod's GPUs (topology.PodUsage) reads of
 // the model: its GPU device memory and its DRA DeviceClass mapping.
 func (m Model) Counting() topology.Counting {
 	return topology.Counting{GPUMemory: m.GPUMemoryMiB, DeviceResource: m.DeviceResource}

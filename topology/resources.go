@@ -25,8 +25,8 @@ const SharedReplicaSuffix = ".shared"
 // IsGPUResource reports whether name is an extended resource the model counts
 // as GPU capacity: nvidia.com/gpu, a MIG profile nvidia.com/mig-<profile>, or
 // amd.com/gpu, or the time-sliced replicas of one (<name>.shared). It is the
-// one list of GPU resource names: nodes' capacity, pods' holdings
-// (PodHoldings), admission and the model checker all read it.
+// one list of GPU resource names: nodes' capacity, pods' usage
+// (PodUsage), admission and the model checker all read it.
 func IsGPUResource(name string) bool {
 	name = strings.TrimSuffix(name, SharedReplicaSuffix)
 	switch name {

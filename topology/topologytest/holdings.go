@@ -39,7 +39,7 @@ type HoldingCase struct {
 	Pod  *corev1.Pod
 	// Claims are the DRA claims the pod references.
 	Claims []*resourcev1.ResourceClaim
-	// Want is what topology.PodHoldings counts of it, by quota key.
+	// Want is what topology.PodUsage counts of it, by quota key.
 	Want map[string]int
 	// WantWhole is Want in whole GPUs per resource (topology.Fold): what
 	// the pod occupies of its node and uses of its tenant's quota.
