@@ -236,7 +236,7 @@ func blockOf(v evaluator.Violation, limits map[string]evaluator.Explanation, e *
 	case "PRIORITY_NOT_ALLOWED", "PRIORITY_UNKNOWN", "PRIORITY_NO_DEFAULT":
 		b.Unblock = "use an allowed priority class (" + h.classes(v.Classes) + "), or allow this one for the tenant in the authority model"
 	case "TENANT_MISSING", "TENANT_UNKNOWN":
-		b.Unblock = fmt.Sprintf("label namespace %s with mandate.dev/tenant naming a tenant of the authority model", e.Workload.Namespace)
+		b.Unblock = fmt.Sprintf("label namespace %s with %s naming a tenant of the authority model", e.Workload.Namespace, workload.LabelTenant)
 	case "TOPOLOGY_NEVER_FITS":
 		switch {
 		case v.Level == "":
