@@ -292,8 +292,8 @@ type owned struct {
 	claims   topology.ClaimLookup
 }
 
-// subtracted sums the GPUs the pods the ledger counts (not finished) hold
-// (topology.PodHoldings: extended resources, KAI shares folded into whole
+// subtracted sums the GPUs the pods the ledger counts (not finished) use
+// (topology.PodUsage: extended resources, KAI shares folded into whole
 // GPUs, and the devices of their DRA claims, a shared claim once).
 func (o owned) subtracted(pods []*corev1.Pod) Subtracted {
 	s := Subtracted{GPUs: map[string]int{}}
@@ -304,7 +304,7 @@ func (o owned) subtracted(pods []*corev1.Pod) Subtracted {
 			continue
 		}
 		s.Pods++
-		for key, n := range topology.PodHoldings(p, workload.PodProduct(&p.Spec), o.counting, claims).GPUs {
+		for key, n := range topology.PodUsage(p, workload.PodProduct(&p.Spec), o.counting, claims).GPUs {
 			held[key] += n
 		}
 	}

@@ -27,7 +27,7 @@ func holdingInventory(t *testing.T, objs ...runtime.Object) *inventory.Inventory
 
 // TestAuditSubtractsWhatPodsHold: each way of the holdings table is taken
 // out of the state, and reported, as the whole GPUs it holds
-// (topology.PodHoldings), DRA devices and time-sliced replicas too.
+// (topology.PodUsage), DRA devices and time-sliced replicas too.
 func TestAuditSubtractsWhatPodsHold(t *testing.T) {
 	ev := defaultPolicy(t)
 	for _, tc := range topologytest.HoldingCases() {

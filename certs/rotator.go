@@ -237,7 +237,7 @@ func (r *Rotator) secret(ctx context.Context, log logr.Logger, now time.Time) (*
 			return nil, caState{}, err
 		}
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.Namespace, Name: r.o.SecretName,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "mandate", "app.kubernetes.io/component": "webhook-ca"}},
+			Labels: map[string]string{config.LabelManagedBy: config.ManagedBy, config.LabelComponent: "webhook-ca"}},
 			Type: corev1.SecretTypeOpaque}
 		st := caState{active: ca}
 		st.apply(s)

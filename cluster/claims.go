@@ -97,7 +97,7 @@ func (s *State) DeleteClaim(namespace, name string) {
 }
 
 // ClaimLookup resolves the DRA claims the state counts
-// (topology.ClaimLookup), for reading a pod's holdings as the state
+// (topology.ClaimLookup), for reading a pod's usage as the state
 // counts them.
 func (s *State) ClaimLookup() topology.ClaimLookup {
 	return func(namespace, name string) (*resourcev1.ResourceClaim, bool) {

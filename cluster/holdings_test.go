@@ -52,7 +52,7 @@ func TestStateCountsWhatPodsHold(t *testing.T) {
 				want := map[string]ledger.Usage{}
 				for res, n := range tc.WantWhole {
 					want[res] = ledger.Usage{Total: n, NonPreemptible: n}
-					want[ledger.ProductKey(res, topologytest.HoldingProduct)] = ledger.Usage{Total: n, NonPreemptible: n}
+					want[topology.ProductKey(res, topologytest.HoldingProduct)] = ledger.Usage{Total: n, NonPreemptible: n}
 				}
 				require.Equal(t, want, s.Usage("team")["team"])
 				for _, res := range []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb"} {
@@ -61,7 +61,7 @@ func TestStateCountsWhatPodsHold(t *testing.T) {
 					require.Equal(t, topologytest.HoldingAllocatable-tc.WantWhole[res], got.ClusterFree, res)
 				}
 				// Its holdings read back as the state counts them.
-				h := topology.PodHoldings(tc.Pod, "", holdingModel().Counting(), s.ClaimLookup())
+				h := topology.PodUsage(tc.Pod, "", holdingModel().Counting(), s.ClaimLookup())
 				require.Equal(t, tc.Want, h.GPUs)
 			})
 		}

@@ -129,7 +129,7 @@ func (s *State) UpsertNode(n *corev1.Node) {
 	s.nodes[n.Name] = n
 	s.topo.UpsertNode(n)
 	s.nodesMu.Unlock()
-	s.ledger.SetNodeProduct(n.Name, n.Labels[workload.LabelProduct])
+	s.ledger.SetNodeProduct(n.Name, n.Labels[topology.DefaultProductLabel])
 }
 
 // DeleteNode forgets a node.

@@ -95,7 +95,7 @@ func strippedMeta(m *metav1.ObjectMeta, labels, annotations map[string]string, o
 // keptKeyPrefixes and keptKeys are the pod labels and annotations the
 // informers keep (PodKeyKept).
 var (
-	keptKeyPrefixes = append([]string{"mandate.dev/", "scheduling.x-k8s.io/", "gpu-"}, schedulerKeyPrefixes()...)
+	keptKeyPrefixes = append([]string{workload.KeyPrefix, "scheduling.x-k8s.io/", "gpu-"}, schedulerKeyPrefixes()...)
 	keptKeys        = map[string]bool{"runai/queue": true}
 )
 
@@ -212,7 +212,7 @@ func (f *PodFacts) Pod() *corev1.Pod {
 		Status: corev1.PodStatus{Phase: f.Phase}}
 	p.Kind, p.APIVersion = "Pod", "v1"
 	if f.Product != "" {
-		p.Spec.NodeSelector = map[string]string{workload.LabelProduct: f.Product}
+		p.Spec.NodeSelector = map[string]string{topology.DefaultProductLabel: f.Product}
 	}
 	if len(f.GPUs) > 0 {
 		limits := make(corev1.ResourceList, len(f.GPUs))

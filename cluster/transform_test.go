@@ -437,7 +437,7 @@ func randomCluster(rng *rand.Rand) ([]*corev1.Node, []*corev1.Pod, []string) {
 			p.Spec.PriorityClassName = pick("train", "build-preemptible", "build", "inference")
 		}
 		if maybe() {
-			p.Labels[ledger.LabelPreemptible] = pick("true", "false")
+			p.Labels[workload.LabelPreemptible] = pick("true", "false")
 		}
 		if maybe() {
 			p.Labels["kai.scheduler/preemptibility"] = pick("preemptible", "non-preemptible")

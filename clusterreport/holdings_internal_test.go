@@ -24,7 +24,7 @@ func holdingInventory(t *testing.T, objs ...runtime.Object) *inventory.Inventory
 }
 
 // TestNodesHoldWhatPodsHold: the GPUs the report counts used on a node
-// are the whole GPUs of the holdings table (topology.PodHoldings), DRA
+// are the whole GPUs of the holdings table (topology.PodUsage), DRA
 // devices and time-sliced replicas too; a claim two pods share once.
 func TestNodesHoldWhatPodsHold(t *testing.T) {
 	m := model.Model{

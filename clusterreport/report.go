@@ -292,7 +292,7 @@ func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, block
 		for r := range usage {
 			// The ledger also counts usage per resource@product; those
 			// rows are shown only where the model sets a quota for them.
-			if !ledger.IsProductKey(r) {
+			if !topology.IsProductKey(r) {
 				resources[r] = true
 			}
 		}
@@ -308,7 +308,7 @@ func tenants(o Options, used, reserved map[string]map[string]ledger.Usage, block
 			for _, p := range append([]string{""}, m.Products(t, r)...) {
 				k, usageKey := key{r, p}, r
 				if p != "" {
-					usageKey = ledger.ProductKey(r, p)
+					usageKey = topology.ProductKey(r, p)
 				}
 				row := TenantRow{Tenant: t, Parent: m.Tenants[t].Parent, Depth: m.Depth(t), Resource: r, Product: p,
 					Guaranteed: -1, Ceiling: -1, Used: usage[usageKey].Total, NonPreemptible: usage[usageKey].NonPreemptible,
@@ -335,8 +335,8 @@ type node struct {
 	used  map[string]int
 }
 
-// nodesOf is inv's nodes with the GPUs the pods hold on each
-// (topology.PodHoldings: a bound pod's own on its node, the devices of a
+// nodesOf is inv's nodes with the GPUs the pods use on each
+// (topology.PodUsage: a bound pod's own on its node, the devices of a
 // DRA claim on the claim's node, a shared claim once, shared GPUs as the
 // whole devices they occupy of a node).
 func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
@@ -366,7 +366,7 @@ func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
 		if product == "" {
 			product = workload.PodProduct(&pod.Spec)
 		}
-		for n, gpus := range topology.PodHoldings(pod, product, counting, claims).OnNode(pod.Spec.NodeName) {
+		for n, gpus := range topology.PodUsage(pod, product, counting, claims).OnNode(pod.Spec.NodeName) {
 			if used[n] == nil {
 				used[n] = map[string]int{}
 			}

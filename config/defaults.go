@@ -43,6 +43,16 @@ const (
 	WebhookConfigurationName = "mandate"
 )
 
+// The labels that mark the objects Mandate writes and keeps: PodGroups,
+// Reports, the schedulers' configuration, the webhook CA's Secret. Each
+// writer changes or prunes only objects carrying LabelManagedBy
+// ManagedBy, and names its own LabelComponent where it has one.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "mandate"
+	LabelComponent = "app.kubernetes.io/component"
+)
+
 // DefaultAdminGroups may set, change and remove a namespace's tenant.
 var DefaultAdminGroups = []string{"system:masters", "mandate-admins"}
 

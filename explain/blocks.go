@@ -59,7 +59,7 @@ func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 	h := holders{byTenant: map[string][]holder{}, model: m, domains: map[string][]string{}}
 	tenantOf := map[string]string{}
 	for _, ns := range inv.Namespaces {
-		tenantOf[ns.GetName()] = ns.GetLabels()["mandate.dev/tenant"]
+		tenantOf[ns.GetName()] = ns.GetLabels()[workload.LabelTenant]
 	}
 	preemptible := m.PreemptibleClasses()
 	sums := map[string]*holder{}
@@ -72,7 +72,7 @@ func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 			return nil
 		}
 		gpus := 0
-		for _, n := range topology.PodHoldings(pod, workload.PodProduct(&pod.Spec), counting, claims).Whole() {
+		for _, n := range topology.PodUsage(pod, workload.PodProduct(&pod.Spec), counting, claims).Whole() {
 			gpus += n
 		}
 		if gpus == 0 {
@@ -236,7 +236,7 @@ func blockOf(v evaluator.Violation, limits map[string]evaluator.Explanation, e *
 	case "PRIORITY_NOT_ALLOWED", "PRIORITY_UNKNOWN", "PRIORITY_NO_DEFAULT":
 		b.Unblock = "use an allowed priority class (" + h.classes(v.Classes) + "), or allow this one for the tenant in the authority model"
 	case "TENANT_MISSING", "TENANT_UNKNOWN":
-		b.Unblock = fmt.Sprintf("label namespace %s with mandate.dev/tenant naming a tenant of the authority model", e.Workload.Namespace)
+		b.Unblock = fmt.Sprintf("label namespace %s with %s naming a tenant of the authority model", e.Workload.Namespace, workload.LabelTenant)
 	case "TOPOLOGY_NEVER_FITS":
 		switch {
 		case v.Level == "":

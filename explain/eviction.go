@@ -9,6 +9,7 @@ import (
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Eviction says whether the workload may be evicted for other work, and the
@@ -79,7 +80,7 @@ func evictionOf(obj *unstructured.Unstructured, decided *evaluator.Directives, e
 		Value: value, Scheduler: d.Scheduler, GangMin: d.GangMin}
 	ev.Resource = e.Shape.Resource
 	if ev.Resource == "" {
-		ev.Resource = defaultGPUResource
+		ev.Resource = topology.DefaultGPUResource
 	}
 	if l, ok := m.QuotaOf(ev.Tenant, ev.Resource, ""); ok {
 		ev.Guaranteed = l.Guaranteed
@@ -120,10 +121,6 @@ func evictionOf(obj *unstructured.Unstructured, decided *evaluator.Directives, e
 	}
 	return ev
 }
-
-// defaultGPUResource is the resource a workload whose shape names none
-// holds.
-const defaultGPUResource = "nvidia.com/gpu"
 
 // keeper says how a scheduler keeps work within a guarantee from being
 // evicted: by its preemptibility key, by never reclaiming within a

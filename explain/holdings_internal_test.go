@@ -38,7 +38,7 @@ func heldGPUs(h holders) int {
 }
 
 // TestHoldersHoldWhatPodsHold: the GPUs explain says a pod holds are the
-// whole GPUs of the holdings table (topology.PodHoldings), DRA devices and
+// whole GPUs of the holdings table (topology.PodUsage), DRA devices and
 // time-sliced replicas too; a claim two pods share once.
 func TestHoldersHoldWhatPodsHold(t *testing.T) {
 	for _, tc := range topologytest.HoldingCases() {

@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	mconfig "github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
@@ -70,7 +71,7 @@ func TestGang(t *testing.T) {
 			"minResources":      map[string]any{"nvidia.com/gpu": "32"},
 			"networkTopology":   map[string]any{"mode": "hard", "highestTierAllowed": int64(2)},
 		}, pg.Object["spec"])
-		assert.Equal(t, "mandate", pg.GetLabels()[scheduler.LabelManagedBy])
+		assert.Equal(t, "mandate", pg.GetLabels()[mconfig.LabelManagedBy])
 		assert.Equal(t, []metav1.OwnerReference{{
 			APIVersion: "batch/v1", Kind: "Job", Name: "train-llm", UID: job.GetUID(),
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),

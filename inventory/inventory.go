@@ -136,8 +136,8 @@ func (inv *Inventory) EachPod(fn func(*corev1.Pod) error) error {
 }
 
 // ClaimLookup resolves the inventory's DRA ResourceClaims
-// (topology.ClaimLookup): what a pod holds of them is read through
-// topology.PodHoldings. A malformed claim is an error.
+// (topology.ClaimLookup): what a pod uses of them is read through
+// topology.PodUsage. A malformed claim is an error.
 func (inv *Inventory) ClaimLookup() (topology.ClaimLookup, error) {
 	if inv.claims == nil {
 		inv.claims = make(map[string]*resourcev1.ResourceClaim, len(inv.Claims))

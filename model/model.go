@@ -88,7 +88,7 @@ type TopologyRule struct {
 
 // DefaultDeviceClasses are the DRA DeviceClasses counted as GPUs without
 // a deviceClasses entry: the NVIDIA DRA driver's whole GPUs.
-var DefaultDeviceClasses = map[string]string{"gpu.nvidia.com": "nvidia.com/gpu"}
+var DefaultDeviceClasses = map[string]string{"gpu.nvidia.com": topology.DefaultGPUResource}
 
 // DeviceResource is the quota resource a device of DRA DeviceClass class
 // counts as: the model's deviceClasses entry, else DefaultDeviceClasses';
@@ -101,7 +101,7 @@ func (m Model) DeviceResource(class string) (string, bool) {
 	return r, ok
 }
 
-// Counting is what counting a pod's GPUs (topology.PodHoldings) reads of
+// Counting is what counting a pod's GPUs (topology.PodUsage) reads of
 // the model: its GPU device memory and its DRA DeviceClass mapping.
 func (m Model) Counting() topology.Counting {
 	return topology.Counting{GPUMemory: m.GPUMemoryMiB, DeviceResource: m.DeviceResource}

@@ -35,10 +35,6 @@ const (
 	// PolicyShadow of the shadow candidate's (decided, never enforced).
 	PolicyActive = "mandate-authority"
 	PolicyShadow = "mandate-authority-shadow"
-	// LabelManagedBy marks the Reports Mandate owns: the only ones it
-	// updates or deletes.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "mandate"
 	// AnnotationOmitted counts the results left out of a Report past
 	// Options.MaxResults.
 	AnnotationOmitted = "mandate.dev/omitted-results"
@@ -104,7 +100,7 @@ func Build(active, shadow *audit.Report, o Options) []*v1alpha1.Report {
 		sort.SliceStable(results, func(i, j int) bool { return lessResult(results[i], results[j]) })
 		rep := &v1alpha1.Report{
 			TypeMeta:      metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Report"},
-			ObjectMeta:    metav1.ObjectMeta{Name: ReportName, Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+			ObjectMeta:    metav1.ObjectMeta{Name: ReportName, Namespace: ns, Labels: map[string]string{config.LabelManagedBy: config.ManagedBy}},
 			Source:        Source,
 			Configuration: &v1alpha1.ReportConfiguration{Limits: v1alpha1.Limits{MaxResults: maxResults}},
 			Summary:       summarize(results),

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/config"
 )
 
 // FieldManager owns the fields of Mandate's Reports (server-side apply).
@@ -47,7 +49,7 @@ type Written struct {
 // ErrNotInstalled when the kind is not served.
 func (w Writer) Existing(ctx context.Context) ([]v1alpha1.Report, error) {
 	var list v1alpha1.ReportList
-	if err := w.Client.List(ctx, &list, client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+	if err := w.Client.List(ctx, &list, client.MatchingLabels{config.LabelManagedBy: config.ManagedBy}); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return nil, ErrNotInstalled
 		}
@@ -146,7 +148,7 @@ func resultKey(r v1alpha1.ReportResult) string {
 // same says whether stored already holds what d says (of the metadata,
 // only the label and annotation Mandate sets).
 func same(d, stored *v1alpha1.Report) bool {
-	return d.Labels[LabelManagedBy] == stored.Labels[LabelManagedBy] &&
+	return d.Labels[config.LabelManagedBy] == stored.Labels[config.LabelManagedBy] &&
 		d.Annotations[AnnotationOmitted] == stored.Annotations[AnnotationOmitted] &&
 		d.Source == stored.Source &&
 		equality.Semantic.DeepEqual(d.Configuration, stored.Configuration) &&

@@ -129,7 +129,7 @@ func addDevices(w *workload.Workload, perPod []map[string]int, shared map[string
 		w.GPUsPerPod = shared[res] // pods sharing a claim run where its devices are
 	}
 	w.TotalGPUs = total + shared[res]
-	w.TotalMilliGPUs = int64(w.TotalGPUs) * 1000
+	w.TotalMilliGPUs = int64(w.TotalGPUs) * topology.MilliPerGPU
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -95,8 +96,8 @@ func suspended(k workload.Kind, obj *unstructured.Unstructured) bool {
 
 // demandOf is what an admitted workload's GPUs hold, per usage key: its
 // GPU resource, or, for KAI-shared GPUs, their milli-GPUs
-// (ledger.SharedKey), as its pods are counted, and under the product's key
-// too when it asks for one (ledger.WithProduct): that product's quota is
+// (topology.SharedKey), as its pods are counted, and under the product's key
+// too when it asks for one (topology.WithProduct): that product's quota is
 // spent as well. Nil for a workload without GPUs.
 func demandOf(w workload.Workload) map[string]int {
 	if w.TotalGPUs == 0 || w.GPUResource == "" {
@@ -104,9 +105,9 @@ func demandOf(w workload.Workload) map[string]int {
 	}
 	gpus := map[string]int{w.GPUResource: w.TotalGPUs}
 	if w.GPUFraction > 0 || w.GPUMemoryMiB > 0 {
-		gpus = map[string]int{ledger.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
+		gpus = map[string]int{topology.SharedKey(w.GPUResource): int(w.TotalMilliGPUs)}
 	}
-	return ledger.WithProduct(gpus, w.GPUProduct)
+	return topology.WithProduct(gpus, w.GPUProduct)
 }
 
 // isLink says whether obj is a link of a gang rather than its root (a

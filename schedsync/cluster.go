@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mandate-dev/mandate/model"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // ReadCluster reads what rendering needs from the cluster: every node's
@@ -25,7 +26,7 @@ func (s Syncer) ReadCluster(ctx context.Context) (Cluster, error) {
 		return c, fmt.Errorf("unable to list namespaces for the tenants' local queues: %w", err)
 	}
 	for _, ns := range namespaces.Items {
-		if t := ns.Labels[LabelTenant]; t != "" && ns.DeletionTimestamp == nil {
+		if t := ns.Labels[workload.LabelTenant]; t != "" && ns.DeletionTimestamp == nil {
 			c.TenantNamespaces[t] = append(c.TenantNamespaces[t], ns.Name)
 		}
 	}

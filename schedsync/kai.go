@@ -7,11 +7,13 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
-// KAI's resource of whole GPUs in a Queue; other resources are not
-// governed by Mandate there (-1: unlimited).
-const kaiGPUResource = "nvidia.com/gpu"
+// KAI's resource of whole GPUs in a Queue is topology.DefaultGPUResource;
+// other resources are not governed by Mandate there (-1: unlimited).
+const kaiGPUResource = topology.DefaultGPUResource
 
 func init() {
 	Register(KAI, Sync{
@@ -45,7 +47,7 @@ func kaiObjects(s model.Model) ([]Object, error) {
 		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
-		o := newObject(KAIQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
+		o := newObject(KAIQueueKind, "", s.QueueName(name), map[string]string{workload.LabelTenant: name})
 		spec := map[string]any{
 			"resources": map[string]any{
 				"gpu": map[string]any{

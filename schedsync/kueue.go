@@ -8,6 +8,7 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // anyProductFlavor is the ResourceFlavor of quota that names no GPU
@@ -139,7 +140,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 	for _, name := range s.TenantNames() {
 		t := s.Tenants[name]
 		children := s.Children(name)
-		labels := map[string]string{LabelTenant: name}
+		labels := map[string]string{workload.LabelTenant: name}
 		if len(children) > 0 {
 			// An inner tenant is a Cohort: its children's guarantees plus
 			// its own unassigned part; what it may borrow above its
@@ -182,7 +183,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 		}
 		cq := newObject(ClusterQueueKind, "", s.QueueName(name), labels)
 		spec := map[string]any{
-			"namespaceSelector": map[string]any{"matchLabels": map[string]any{LabelTenant: name}},
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{workload.LabelTenant: name}},
 			"preemption":        preemption,
 			"stopPolicy":        "None",
 		}
@@ -202,7 +203,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 		namespaces := append([]string(nil), c.TenantNamespaces[name]...)
 		sort.Strings(namespaces)
 		for _, ns := range namespaces {
-			lq := newObject(LocalQueueKind, ns, s.QueueName(name), map[string]string{LabelTenant: name})
+			lq := newObject(LocalQueueKind, ns, s.QueueName(name), map[string]string{workload.LabelTenant: name})
 			lq.Object["spec"] = map[string]any{"clusterQueue": s.QueueName(name), "stopPolicy": "None"}
 			out = append(out, lq)
 		}

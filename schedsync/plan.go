@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mandate-dev/mandate/config"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Action is what Sync does (or would do) to one object.
@@ -98,7 +101,7 @@ func (s Syncer) Plan(ctx context.Context, desired []Object, kinds []Kind) (Plan,
 	for _, k := range kinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
-		err := s.Client.List(ctx, list, client.MatchingLabels{LabelManagedBy: ManagedBy, LabelComponent: Component})
+		err := s.Client.List(ctx, list, client.MatchingLabels{config.LabelManagedBy: config.ManagedBy, config.LabelComponent: Component})
 		if err != nil {
 			return p, fmt.Errorf("unable to list the %s objects Mandate manages: %w", k.GVK.Kind, err)
 		}
@@ -284,8 +287,8 @@ func (s Syncer) planUnwanted(ctx context.Context, k Kind, live *unstructured.Uns
 // stopPolicy Hold (admitted workloads keep running, nothing new is admitted).
 func closedObject(k Kind, live *unstructured.Unstructured) (Object, error) {
 	labels := map[string]string{LabelClosed: "true"}
-	if t := live.GetLabels()[LabelTenant]; t != "" {
-		labels[LabelTenant] = t
+	if t := live.GetLabels()[workload.LabelTenant]; t != "" {
+		labels[workload.LabelTenant] = t
 	}
 	o := newObject(k, live.GetNamespace(), live.GetName(), labels)
 	spec, _, _ := unstructured.NestedMap(live.Object, "spec")

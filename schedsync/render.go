@@ -11,6 +11,7 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Cluster is what rendering needs from the cluster besides the model: the
@@ -72,7 +73,7 @@ func Render(s model.Model, c Cluster, o Options) ([]Object, error) {
 		renderers[i] = in.Render
 	}
 	if o.ProductLabel == "" {
-		o.ProductLabel = defaultProductLabel
+		o.ProductLabel = topology.DefaultProductLabel
 	}
 	out := priorityClasses(s)
 	for i, sch := range schedulers {
@@ -85,8 +86,6 @@ func Render(s model.Model, c Cluster, o Options) ([]Object, error) {
 	sortObjects(out)
 	return out, nil
 }
-
-const defaultProductLabel = "nvidia.com/gpu.product"
 
 // Renderer renders one scheduler's configuration from the model.
 type Renderer func(s model.Model, c Cluster, o Options) ([]Object, error)

@@ -17,21 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/scheduler/facts"
 )
 
 // FieldManager is the server-side apply field manager of every write.
 const FieldManager = "mandate-sync"
 
-// The labels every object Sync writes carries; only objects carrying both
-// are ever changed or pruned.
+// The labels every object Sync writes carries (config.LabelManagedBy
+// config.ManagedBy, and config.LabelComponent Component); only objects
+// carrying both are ever changed or pruned.
 const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "mandate"
-	LabelComponent = "app.kubernetes.io/component"
-	Component      = "scheduler-config"
-	// LabelTenant names the tenant a queue belongs to.
-	LabelTenant = "mandate.dev/tenant"
+	Component = "scheduler-config"
 	// LabelClosed marks a queue kept only because it still holds workloads
 	// of a tenant the model no longer has.
 	LabelClosed = "mandate.dev/closed"
@@ -158,7 +155,7 @@ func newObject(k Kind, namespace, name string, labels map[string]string) Object 
 	if k.Namespaced {
 		u.SetNamespace(namespace)
 	}
-	l := map[string]string{LabelManagedBy: ManagedBy, LabelComponent: Component}
+	l := map[string]string{config.LabelManagedBy: config.ManagedBy, config.LabelComponent: Component}
 	for key, v := range labels {
 		l[key] = v
 	}
@@ -169,5 +166,5 @@ func newObject(k Kind, namespace, name string, labels map[string]string) Object 
 // isMandates reports whether an object carries Mandate's labels.
 func isMandates(u *unstructured.Unstructured) bool {
 	l := u.GetLabels()
-	return l[LabelManagedBy] == ManagedBy && l[LabelComponent] == Component
+	return l[config.LabelManagedBy] == config.ManagedBy && l[config.LabelComponent] == Component
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // Volcano queue states (status.state).
@@ -55,7 +56,7 @@ func volcanoObjects(s model.Model, c Cluster) ([]Object, error) {
 		qs := s.Pools(name)
 		guaranteed, ceiling := quotaTotals(qs)
 		t := s.Tenants[name]
-		o := newObject(VolcanoQueueKind, "", s.QueueName(name), map[string]string{LabelTenant: name})
+		o := newObject(VolcanoQueueKind, "", s.QueueName(name), map[string]string{workload.LabelTenant: name})
 		spec := map[string]any{
 			"capability":  resourceList(ceiling),
 			"deserved":    resourceList(guaranteed),

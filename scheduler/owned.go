@@ -5,12 +5,8 @@ import (
 	"strings"
 
 	"github.com/mandate-dev/mandate/scheduler/facts"
+	"github.com/mandate-dev/mandate/workload"
 )
-
-// OwnedPrefix marks the keys of Mandate itself: its marks (directives,
-// preemptible, policy revision) and the requests it decided on (class,
-// topology, elastic minimum).
-const OwnedPrefix = "mandate.dev/"
 
 // OwnedLabels and OwnedAnnotations are the schedulers' keys the adapters
 // write from a decision and the scheduler reads from the object or its
@@ -35,7 +31,7 @@ func ownedKeys() (labels, annotations []string) {
 }
 
 // ChangedOwnedKeys lists the labels and annotations of Mandate's own keys
-// (OwnedPrefix, and the scheduler keys its adapters write) whose value
+// (workload.KeyPrefix, and the scheduler keys its adapters write) whose value
 // differs between two versions of an object's metadata, as "label k" or
 // "annotation k", sorted. The quota ledger, the schedulers and the gang
 // controller read these keys: changed after admission, they would let a
@@ -46,7 +42,7 @@ func ChangedOwnedKeys(oldLabels, newLabels, oldAnnotations, newAnnotations map[s
 		seen := map[string]bool{}
 		for _, m := range []map[string]string{old, cur} {
 			for k := range m {
-				if seen[k] || !(strings.HasPrefix(k, OwnedPrefix) || slices.Contains(fixed, k)) {
+				if seen[k] || !(strings.HasPrefix(k, workload.KeyPrefix) || slices.Contains(fixed, k)) {
 					continue
 				}
 				seen[k] = true

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/scheduler/facts"
 	"github.com/mandate-dev/mandate/workload"
@@ -18,12 +19,6 @@ import (
 var (
 	PodGroupAPIVersion = facts.Volcano.GroupKinds[0].GVK.GroupVersion().String()
 	PodGroupKind       = facts.Volcano.GroupKinds[0].GVK.Kind
-)
-
-const (
-	// LabelManagedBy marks the PodGroups Mandate keeps.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	managedBy      = "mandate"
 )
 
 // PodGroup builds the Volcano PodGroup for a gang the volcano adapter
@@ -47,7 +42,7 @@ func PodGroup(w workload.Workload, d evaluator.Directives, owner metav1.OwnerRef
 	}
 	meta := map[string]any{
 		"name":   PodGroupName(w),
-		"labels": map[string]any{LabelManagedBy: managedBy},
+		"labels": map[string]any{config.LabelManagedBy: config.ManagedBy},
 	}
 	if w.Namespace != "" {
 		meta["namespace"] = w.Namespace

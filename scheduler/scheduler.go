@@ -100,7 +100,7 @@ func applyCommon(obj *unstructured.Unstructured, w workload.Workload, d evaluato
 	setAll(meta, "labels", d.Labels)
 	setAll(meta, "annotations", d.Annotations)
 	setAll(meta, "annotations", map[string]string{AnnotationDirectives: marks})
-	podLabels := map[string]string{LabelPreemptible: strconv.FormatBool(d.Preemptible)}
+	podLabels := map[string]string{workload.LabelPreemptible: strconv.FormatBool(d.Preemptible)}
 	for k, v := range d.Labels {
 		podLabels[k] = v
 	}
@@ -120,9 +120,6 @@ const (
 	// pods of an admitted workload are recognised by their owner carrying
 	// it. Deterministic for given directives, so mutation stays idempotent.
 	AnnotationDirectives = "mandate.dev/directives"
-	// LabelPreemptible on pod templates tells the quota ledger whether the
-	// pods are preemptible, whatever their priority class's tier.
-	LabelPreemptible = "mandate.dev/preemptible"
 )
 
 // validateMetadata rejects keys and values the API server would refuse, so

@@ -79,10 +79,10 @@ func (st *nodeState) contributions() []contrib {
 	out := make([]contrib, 0, 2*len(info.alloc))
 	for r, a := range info.alloc {
 		// Shared pods pack onto devices: their milli-GPUs occupy
-		// ceil(sum/1000) whole devices of the node.
+		// WholeGPUs(sum) whole devices of the node.
 		shared := 0
 		if r == SharedResource {
-			shared = ceilDevices(st.used[sharedGPUKey])
+			shared = WholeGPUs(st.used[sharedGPUKey])
 		}
 		free := max(0, a-st.used[r]-shared)
 		out = append(out, contrib{aggKey{resource: r}, free, a})

@@ -8,12 +8,16 @@ import (
 
 // Defaults and limits of a Config.
 const (
-	// DefaultProductLabel is the node label naming the GPU model when
-	// Config.ProductLabel is empty (set by NVIDIA GPU feature discovery).
+	// DefaultProductLabel is the node label naming the GPU model (set by
+	// NVIDIA GPU feature discovery): the one definition of it. The
+	// topology reads it when Config.ProductLabel is empty, schedsync and
+	// sbatch render it when not told another, and a workload pins a GPU
+	// product by it (workload.PodProduct).
 	DefaultProductLabel = "nvidia.com/gpu.product"
 	// DefaultToleratedTaint is the taint key tolerated when
-	// Config.ToleratedTaints is nil.
-	DefaultToleratedTaint = "nvidia.com/gpu"
+	// Config.ToleratedTaints is nil: the GPU operator and cloud node pools
+	// taint GPU nodes with the GPU resource's name.
+	DefaultToleratedTaint = DefaultGPUResource
 	// MaxLevels bounds how many levels a Config may have.
 	MaxLevels = 32
 )

@@ -52,9 +52,10 @@ func (p *CountedPod) Terminal() bool {
 	return p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed
 }
 
-// Holdings is PodHoldings of the pod without its claims' devices: its
+// Holdings is PodUsage of the pod without its claims' devices: its
 // GPUs and its KAI share (a gpu-memory share mapped with the device
-// memory of product).
-func (p *CountedPod) Holdings(product string, c Counting) Holdings {
-	return holdings(p.GPUs, p.Annotations, product, c)
+// memory of product). It keeps its older name while the quota ledger,
+// which calls it, is being rewritten; it is usage, not a hold.
+func (p *CountedPod) Holdings(product string, c Counting) Usage {
+	return podUsage(p.GPUs, p.Annotations, product, c)
 }

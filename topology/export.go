@@ -4,11 +4,11 @@ import corev1 "k8s.io/api/core/v1"
 
 // PodGPURequests returns what a pod takes of each GPU extended resource,
 // the way the scheduler counts it (see podGPURequests); nil when nothing.
-// It is the extended-resource part of PodHoldings, for callers that keep
+// It is the extended-resource part of PodUsage, for callers that keep
 // a pod's parts apart (the informers' PodFacts keep its extended resources
 // beside its sharing annotations and claim names; admission's normaliser
-// validates a template's share on its own): what a pod holds is
-// PodHoldings.
+// validates a template's share on its own): what a pod uses is
+// PodUsage.
 func PodGPURequests(pod *corev1.Pod) map[string]int { return podGPURequests(pod) }
 
 // NodeGPUs returns the node's allocatable GPUs by resource; nil when none.

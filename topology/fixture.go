@@ -27,7 +27,7 @@ type FixtureNode struct {
 	Allocatable map[string]int    `json:"allocatable"`
 	Used        map[string]int    `json:"used"`
 	// SharedMilli is the milli-GPUs KAI-shared pods take of a resource's
-	// devices on the node: they occupy ceil(SharedMilli/1000) devices.
+	// devices on the node: they occupy WholeGPUs(SharedMilli) devices.
 	SharedMilli map[string]int `json:"sharedMilli,omitempty"`
 	Unhealthy   bool           `json:"unhealthy"`
 }
@@ -104,7 +104,7 @@ func validateFixtureNode(n FixtureNode) error {
 		if r != SharedResource {
 			return fmt.Errorf("sharedMilli: %q is not %s, the resource KAI shares", r, SharedResource)
 		}
-		if devices := n.Used[r] + ceilDevices(n.SharedMilli[r]); devices > n.Allocatable[r] {
+		if devices := n.Used[r] + WholeGPUs(n.SharedMilli[r]); devices > n.Allocatable[r] {
 			return fmt.Errorf("used[%s] and sharedMilli[%s] occupy %d devices, more than allocatable %d", r, r, devices, n.Allocatable[r])
 		}
 	}

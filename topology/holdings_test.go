@@ -29,7 +29,7 @@ func TestPodHoldingsCountsEveryWay(t *testing.T) {
 	counting := topologytest.HoldingCounting()
 	for _, tc := range topologytest.HoldingCases() {
 		t.Run(tc.Name, func(t *testing.T) {
-			h := topology.PodHoldings(tc.Pod, "", counting, lookup(tc.Claims...))
+			h := topology.PodUsage(tc.Pod, "", counting, lookup(tc.Claims...))
 			require.Equal(t, tc.Want, h.GPUs, "GPUs")
 			require.Equal(t, tc.WantWhole, h.Whole(), "Whole")
 			// Every key again under the product's.
@@ -52,10 +52,10 @@ func TestPodHoldingsWithoutClaims(t *testing.T) {
 	counting := topologytest.HoldingCounting()
 	claim := topologytest.AllocatedClaim("c", 4, topologytest.HoldingNode)
 	pod := topologytest.GPUPod(topologytest.HoldingNamespace, "p", 0, topologytest.HoldsClaim("c"))
-	require.Empty(t, topology.PodHoldings(pod, "", counting, nil).GPUs)
-	require.Empty(t, topology.PodHoldings(pod, "", topology.Counting{}, lookup(claim)).GPUs)
-	require.Empty(t, topology.PodHoldings(pod, "", counting, lookup()).GPUs)
-	require.Equal(t, map[string]int{"nvidia.com/gpu": 4}, topology.PodHoldings(pod, "", counting, lookup(claim)).GPUs)
+	require.Empty(t, topology.PodUsage(pod, "", counting, nil).GPUs)
+	require.Empty(t, topology.PodUsage(pod, "", topology.Counting{}, lookup(claim)).GPUs)
+	require.Empty(t, topology.PodUsage(pod, "", counting, lookup()).GPUs)
+	require.Equal(t, map[string]int{"nvidia.com/gpu": 4}, topology.PodUsage(pod, "", counting, lookup(claim)).GPUs)
 }
 
 // TestClaimsOnce: a claim two pods share resolves for the first only.
@@ -64,7 +64,7 @@ func TestClaimsOnce(t *testing.T) {
 	once := topology.ClaimsOnce(lookup(claim))
 	total := 0
 	for _, p := range pods {
-		for _, n := range topology.PodHoldings(p, "", topologytest.HoldingCounting(), once).GPUs {
+		for _, n := range topology.PodUsage(p, "", topologytest.HoldingCounting(), once).GPUs {
 			total += n
 		}
 	}

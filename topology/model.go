@@ -131,7 +131,7 @@ func (m *Model) UpsertPod(pod *corev1.Pod) {
 }
 
 // UpsertCounted adds or updates a pod. Only a pod bound to a node
-// (Node) and not terminal (Succeeded, Failed) takes GPUs (PodHoldings: its
+// (Node) and not terminal (Succeeded, Failed) takes GPUs (PodUsage: its
 // extended resources and KAI share; the devices of its DRA claims count
 // by the claim, UpsertClaim); it may arrive before its node and counts
 // once the node is known. pod is only read.
@@ -154,7 +154,7 @@ func (m *Model) UpsertCounted(pod *CountedPod) {
 	m.setHolder(key, pod.Node, claims)
 }
 
-// boundPod is what a bound pod takes on its node (PodHoldings without
+// boundPod is what a bound pod takes on its node (PodUsage without
 // its claims). A gpu-memory pod's share is mapped with its node's product
 // when the node is known, else the product it asks for. The caller holds
 // mu.
@@ -183,7 +183,7 @@ func (m *Model) remapMemory(st podState) podState {
 	if n := m.nodes[st.node]; n != nil && n.info != nil {
 		product = n.info.product
 	}
-	milli := 1000
+	milli := MilliPerGPU
 	if dev, ok := m.rules.gpuMemory.DeviceMiB(SharedResource, product); ok {
 		milli = MemoryMilli(st.memMiB, dev)
 	}

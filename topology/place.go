@@ -29,7 +29,7 @@ type query struct {
 // domain of RequiredLevel fits, the best of those is chosen instead.
 //
 // Pods that share devices (GPUShareMilli) are placed as groups of
-// 1000/GPUShareMilli pods on the same GPUsPerPod devices of one node: a
+// MilliPerGPU/GPUShareMilli pods on the same GPUsPerPod devices of one node: a
 // gang of 16 pods at 250 needs 4 free devices, and its pod slots count
 // 4 pods per device. This is exact for pods on one device each, and
 // errs on the safe side for pods spread over several
@@ -125,15 +125,15 @@ func (s *Snapshot) validate(req Request) (query, error) {
 	if req.GPUsPerPod < 0 {
 		return fail("gpusPerPod is %d, want 0 or more", req.GPUsPerPod)
 	}
-	if req.GPUShareMilli < 0 || req.GPUShareMilli > 1000 {
-		return fail("gpuShareMilli is %d, want 0 to 1000", req.GPUShareMilli)
+	if req.GPUShareMilli < 0 || req.GPUShareMilli > MilliPerGPU {
+		return fail("gpuShareMilli is %d, want 0 to %d", req.GPUShareMilli, MilliPerGPU)
 	}
 	q := query{pods: req.Pods, gpus: req.GPUsPerPod, perDevice: 1, required: -1, preferred: -1}
 	if req.GPUShareMilli > 0 {
 		// Pods of a fraction pack onto shared devices of one node:
-		// 1000/share of them per device, so k pods need ceil(k/that)
-		// groups of gpus devices.
-		q.perDevice = 1000 / req.GPUShareMilli
+		// MilliPerGPU/share of them per device, so k pods need
+		// ceil(k/that) groups of gpus devices.
+		q.perDevice = MilliPerGPU / req.GPUShareMilli
 		q.pods = (req.Pods + q.perDevice - 1) / q.perDevice
 	}
 	if req.RequiredLevel != "" {

@@ -6,7 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// DefaultGPUResource is the resource a Request means when Resource is empty.
+// DefaultGPUResource is NVIDIA's whole-GPU extended resource, the one
+// definition of it: the resource a Request means when Resource is empty,
+// a workload or job that names none asks for, and the authority model's
+// default DeviceClass counts as.
 const DefaultGPUResource = "nvidia.com/gpu"
 
 // migPrefix starts every MIG profile resource (nvidia.com/mig-1g.10gb, …).
@@ -22,12 +25,12 @@ const SharedReplicaSuffix = ".shared"
 // IsGPUResource reports whether name is an extended resource the model counts
 // as GPU capacity: nvidia.com/gpu, a MIG profile nvidia.com/mig-<profile>, or
 // amd.com/gpu, or the time-sliced replicas of one (<name>.shared). It is the
-// one list of GPU resource names: nodes' capacity, pods' holdings
-// (PodHoldings), admission and the model checker all read it.
+// one list of GPU resource names: nodes' capacity, pods' usage
+// (PodUsage), admission and the model checker all read it.
 func IsGPUResource(name string) bool {
 	name = strings.TrimSuffix(name, SharedReplicaSuffix)
 	switch name {
-	case "nvidia.com/gpu", "amd.com/gpu":
+	case DefaultGPUResource, "amd.com/gpu":
 		return true
 	}
 	return strings.HasPrefix(name, migPrefix) && len(name) > len(migPrefix)

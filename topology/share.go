@@ -19,6 +19,11 @@ const (
 // package's MaxGPUsPerPod bounds a pod's devices.
 const maxSharedDevices = 1024
 
+// MilliPerGPU is one whole device in milli-GPUs, the unit GPUs shared by
+// fraction or memory are counted in (SharedKey's demand, a workload's
+// TotalMilliGPUs, the simulator's shares): the one definition of it.
+const MilliPerGPU = 1000
+
 // SharedSuffix marks, in a node's used GPUs (and in the quota ledger's
 // maps), the milli-GPUs that shared pods take of a resource's devices:
 // SharedKey("nvidia.com/gpu") holds 250 per quarter-GPU pod.
@@ -67,18 +72,18 @@ func (g GPUMemory) DeviceMiB(resource, product string) (int64, bool) {
 
 // MemoryMilli is the share of one device of deviceMiB that memMiB asks
 // for, in milli-GPUs rounded up (never less than asked), at least 1 and at
-// most the whole device (1000).
+// most the whole device (MilliPerGPU).
 func MemoryMilli(memMiB, deviceMiB int64) int {
 	if memMiB <= 0 || deviceMiB <= 0 || memMiB >= deviceMiB {
-		return 1000
+		return MilliPerGPU
 	}
-	return int((memMiB*1000 + deviceMiB - 1) / deviceMiB) // memMiB < deviceMiB: no overflow below 9e15 MiB
+	return int((memMiB*MilliPerGPU + deviceMiB - 1) / deviceMiB) // memMiB < deviceMiB: no overflow below 9e15 MiB
 }
 
 // FractionMilli is a GPU fraction in milli-GPUs, rounded up so that a
 // fraction finer than a thousandth is never counted as less than it asks.
 func FractionMilli(f float64) int {
-	return int(math.Ceil(f*1000 - 1e-9))
+	return int(math.Ceil(f*MilliPerGPU - 1e-9))
 }
 
 // Share is what a KAI-shared pod takes: Milli thousandths of each of
@@ -88,7 +93,7 @@ type Share struct {
 	Milli   int
 	// MemMiB is the gpu-memory asked for (0 for a gpu-fraction pod); a
 	// gpu-memory pod GPUMemory does not map takes whole devices (Milli
-	// 1000).
+	// MilliPerGPU).
 	MemMiB int64
 }
 
@@ -121,7 +126,7 @@ func PodShare(ann map[string]string, product string, mem GPUMemory) (Share, bool
 		if err != nil || m <= 0 {
 			return Share{}, false
 		}
-		s.MemMiB, s.Milli = m, 1000
+		s.MemMiB, s.Milli = m, MilliPerGPU
 		if dev, ok := mem.DeviceMiB(SharedResource, product); ok {
 			s.Milli = MemoryMilli(m, dev)
 		}
@@ -130,11 +135,12 @@ func PodShare(ann map[string]string, product string, mem GPUMemory) (Share, bool
 	return Share{}, false
 }
 
-// ceilDevices is how many whole devices milli-GPUs of shared pods occupy
-// on one node: they pack onto shared devices, so ceil(milli/1000).
-func ceilDevices(milli int) int {
+// WholeGPUs is how many whole devices milli milli-GPUs round up to: what
+// shared pods occupy of one node (they pack onto shared devices), and a
+// gang's shared demand in whole GPUs; 0 for none.
+func WholeGPUs(milli int) int {
 	if milli <= 0 {
 		return 0
 	}
-	return (milli + 999) / 1000
+	return (milli + MilliPerGPU - 1) / MilliPerGPU
 }

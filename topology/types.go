@@ -60,9 +60,10 @@ type Request struct {
 	PreferredLevel string `json:"preferredLevel"`
 	// GPUShareMilli, from 1 to 999, makes the pods KAI-shared: each takes
 	// that many thousandths of each of its GPUsPerPod devices, and the pods
-	// of the gang pack onto shared devices, 1000/GPUShareMilli (rounded
-	// down) pods per device, on one node (a device belongs to one node).
-	// 0 (or 1000) means whole devices.
+	// of the gang pack onto shared devices, MilliPerGPU/GPUShareMilli
+	// (rounded down) pods per device, on one node (a device belongs to one
+	// node).
+	// 0 (or MilliPerGPU) means whole devices.
 	GPUShareMilli int `json:"gpuShareMilli,omitempty"`
 }
 

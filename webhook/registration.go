@@ -288,7 +288,7 @@ func ownedKeysChanged() admissionregistrationv1.MatchCondition {
 		for i, k := range keys {
 			quoted[i] = "'" + k + "'"
 		}
-		return fmt.Sprintf("(k.startsWith('%s') || k in [%s])", scheduler.OwnedPrefix, strings.Join(quoted, ", "))
+		return fmt.Sprintf("(k.startsWith('%s') || k in [%s])", workload.KeyPrefix, strings.Join(quoted, ", "))
 	}
 	// changed: an owned key of the new map that the old lacks or holds
 	// with another value, or one of the old map that the new lacks.

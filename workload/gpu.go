@@ -178,5 +178,5 @@ func (w *Workload) MapGPUMemory(deviceMiB int64) {
 	for _, r := range w.Roles {
 		w.TotalMilliGPUs += int64(r.Replicas) * int64(r.GPUsPerPod) * int64(milli)
 	}
-	w.TotalGPUs = int((w.TotalMilliGPUs + 999) / 1000)
+	w.TotalGPUs = topology.WholeGPUs(int(w.TotalMilliGPUs))
 }

@@ -106,10 +106,10 @@ func fromPodSets(w *Workload, sets []podSet) error {
 		for _, r := range w.Roles {
 			w.TotalMilliGPUs += int64(r.Replicas) * int64(r.GPUsPerPod) * FractionMilli(sharing.Fraction)
 		}
-		w.TotalGPUs = int((w.TotalMilliGPUs + 999) / 1000)
+		w.TotalGPUs = topology.WholeGPUs(int(w.TotalMilliGPUs))
 		w.GPUShareMilli = int(FractionMilli(sharing.Fraction))
 	} else {
-		w.TotalMilliGPUs = int64(w.TotalGPUs) * 1000
+		w.TotalMilliGPUs = int64(w.TotalGPUs) * topology.MilliPerGPU
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (g podGPU) describe() string {
 // product, or without that label, means several products will do and the
 // answer is empty).
 func product(spec *corev1.PodSpec) string {
-	if p := spec.NodeSelector[LabelProduct]; p != "" {
+	if p := spec.NodeSelector[topology.DefaultProductLabel]; p != "" {
 		return p
 	}
 	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil ||
@@ -158,7 +158,7 @@ func product(spec *corev1.PodSpec) string {
 // "nvidia.com/gpu.product In [one value]", else "".
 func termProduct(term corev1.NodeSelectorTerm) string {
 	for _, req := range term.MatchExpressions {
-		if req.Key == LabelProduct && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
+		if req.Key == topology.DefaultProductLabel && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
 			return req.Values[0]
 		}
 	}

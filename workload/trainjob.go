@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // TrainJobGVK is the Kubeflow Trainer v2 TrainJob (github.com/kubeflow/trainer/v2 v2.0).
@@ -65,8 +67,8 @@ func normaliseTrainJob(obj *unstructured.Unstructured) (Workload, error) {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{node}}}
 	for _, o := range spec.Spec.PodSpecOverrides {
 		for _, j := range o.TargetJobs {
-			if j.Name == "node" && o.NodeSelector[LabelProduct] != "" {
-				tmpl.Spec.NodeSelector = map[string]string{LabelProduct: o.NodeSelector[LabelProduct]}
+			if j.Name == "node" && o.NodeSelector[topology.DefaultProductLabel] != "" {
+				tmpl.Spec.NodeSelector = map[string]string{topology.DefaultProductLabel: o.NodeSelector[topology.DefaultProductLabel]}
 			}
 		}
 	}

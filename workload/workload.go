@@ -8,6 +8,10 @@
 // policies never change.
 package workload
 
+import (
+	"github.com/mandate-dev/mandate/topology"
+)
+
 // Class is what a workload is for; the authority model maps classes to default
 // priority classes.
 type Class string
@@ -19,6 +23,13 @@ const (
 	ClassInteractive Class = "interactive"
 	ClassBatch       Class = "batch"
 )
+
+// KeyPrefix starts every label and annotation key of Mandate itself: its
+// marks (directives, preemptible, policy revision, seal) and the requests it
+// decides on (class, topology, elastic minimum). Changing such a key after
+// admission is refused (scheduler.ChangedOwnedKeys), and the informers keep
+// them on the pods they cache.
+const KeyPrefix = "mandate.dev/"
 
 // Keys a workload may carry to ask for something; the authority model decides
 // whether it gets it.
@@ -44,8 +55,14 @@ const (
 	// Job), names that owner as the JSON of an Owner: the quota ledger
 	// counts the pod against the owner's reservation and gang slots.
 	AnnotationGangOwner = "mandate.dev/gang-owner"
-	// LabelProduct is the node label (and node selector) naming the GPU model.
-	LabelProduct = "nvidia.com/gpu.product"
+	// LabelPreemptible, set by Mandate on every pod template it governs
+	// (scheduler.Render), tells the quota ledger whether the pods are
+	// preemptible, whatever their priority class's tier.
+	LabelPreemptible = "mandate.dev/preemptible"
+	// LabelProduct is topology.DefaultProductLabel, the node label naming
+	// the GPU model, under the name the ledger's tests still read; the
+	// code uses topology.DefaultProductLabel.
+	LabelProduct = topology.DefaultProductLabel
 )
 
 // KAI GPU-sharing annotations on a pod (template) that ask for part of a
@@ -102,8 +119,8 @@ type Workload struct {
 	// rounded up to whole GPUs, the fraction counted against quota.
 	TotalGPUs int `json:"totalGPUs"`
 	// TotalMilliGPUs is the gang's exact GPU demand in thousandths of a
-	// device: 1000 per whole device, the fraction for KAI gpu-fraction pods
-	// (16 pods at 0.25 make 4000).
+	// device: topology.MilliPerGPU per whole device, the fraction for KAI
+	// gpu-fraction pods (16 pods at 0.25 make 4000).
 	TotalMilliGPUs int64 `json:"totalMilliGPUs"`
 	// GPUResource is the extended resource name, e.g. nvidia.com/gpu or
 	// nvidia.com/mig-1g.10gb; empty for CPU-only workloads.

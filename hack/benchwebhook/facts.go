@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mandate-dev/mandate/topology"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // readModel reads the authority model's data.json as a generic document.
@@ -102,7 +103,7 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 			}
 			pods = append(pods, p)
 		case "Namespace":
-			if t := obj.GetLabels()["mandate.dev/tenant"]; t != "" {
+			if t := obj.GetLabels()[workload.LabelTenant]; t != "" {
 				namespaces[obj.GetName()] = t
 			}
 		}
@@ -125,7 +126,7 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 			continue
 		}
 		req := topology.PodGPURequests(p)
-		used[p.Spec.NodeName] += req[gpuResource]
+		used[p.Spec.NodeName] += req[topology.DefaultGPUResource]
 		tenant, _ := namespaces[p.Namespace].(string)
 		if tenant == "" {
 			continue
@@ -144,12 +145,12 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 	}
 	capacity, free := map[string]any{}, map[string]any{}
 	for _, n := range nodes {
-		alloc := n.Status.Allocatable[corev1.ResourceName(gpuResource)]
+		alloc := n.Status.Allocatable[corev1.ResourceName(topology.DefaultGPUResource)]
 		total := int(alloc.Value())
 		if total == 0 {
 			continue
 		}
-		product := n.Labels["nvidia.com/gpu.product"]
+		product := n.Labels[topology.DefaultProductLabel]
 		var key []string
 		for _, l := range levels {
 			key = append(key, n.Labels[l.label])
@@ -166,8 +167,6 @@ func opaData(model map[string]any, cluster []*unstructured.Unstructured) (map[st
 		"reference": map[string]any{"domains": free},
 	}, nil
 }
-
-const gpuResource = "nvidia.com/gpu"
 
 type level struct{ name, label string }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // serving is what every system serves with: envtest's generated serving
@@ -236,7 +237,7 @@ func gatekeeperParameters(model map[string]any) (map[string]any, error) {
 	}
 	sort.Slice(gpuResources, func(i, j int) bool { return gpuResources[i].(string) < gpuResources[j].(string) })
 	return map[string]any{
-		"tenantLabel":    "mandate.dev/tenant",
+		"tenantLabel":    workload.LabelTenant,
 		"gpuResources":   gpuResources,
 		"classDefaults":  model["classDefaults"],
 		"allowedClasses": allowed,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mandate-dev/mandate/hack/internal/examples"
 	"github.com/mandate-dev/mandate/scheduler"
+	kinds "github.com/mandate-dev/mandate/workload"
 )
 
 // Decisions as the table shows them.
@@ -180,7 +181,7 @@ func classify(key, v string) (what, val string) {
 		return "queue", v
 	case "kai.scheduler/preemptibility":
 		return "preemptible", fmt.Sprint(v == "preemptible")
-	case "volcano.sh/preemptable", "mandate.dev/preemptible":
+	case "volcano.sh/preemptable", kinds.LabelPreemptible:
 		return "preemptible", v
 	case "kai.scheduler/batch-min-member", "minAvailable", "minMember":
 		return "gang", v

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/topology"
+	kinds "github.com/mandate-dev/mandate/workload"
 )
 
 // probeNamespace has no tenant label: once the webhooks answer, a GPU pod
@@ -120,7 +122,7 @@ func probePod() *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "probe", Image: "registry.example/probe:1",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-				"nvidia.com/gpu": resource.MustParse("1"),
+				topology.DefaultGPUResource: resource.MustParse("1"),
 			}},
 		}}},
 	}
@@ -128,7 +130,7 @@ func probePod() *corev1.Pod {
 
 func hasMandateMarks(m map[string]string) bool {
 	for k := range m {
-		if strings.HasPrefix(k, "mandate.dev/") {
+		if strings.HasPrefix(k, kinds.KeyPrefix) {
 			return true
 		}
 	}

@@ -103,7 +103,7 @@ func tenantOf(ctx context.Context, c client.Client, ns string) (string, error) {
 		}
 		return "", fmt.Errorf("namespace %s: %w", ns, err)
 	}
-	return n.Labels["mandate.dev/tenant"], nil
+	return n.Labels[kinds.LabelTenant], nil
 }
 
 // fromError records a denial, or an error that is not one.

@@ -97,8 +97,6 @@ type Options struct {
 	ProductLabel string
 }
 
-const defaultProductLabel = "nvidia.com/gpu.product"
-
 // GresType is the gres/gpu type Slurm knows a GPU product by: the
 // product's name in lower case (NVIDIA-H100-80GB-HBM3 is
 // gres/gpu:nvidia-h100-80gb-hbm3).
@@ -109,7 +107,7 @@ func GresType(product string) string { return strings.ToLower(product) }
 // pure.
 func Render(m model.Model, nodes Nodes, o Options) (Desired, error) {
 	if o.ProductLabel == "" {
-		o.ProductLabel = defaultProductLabel
+		o.ProductLabel = topology.DefaultProductLabel
 	}
 	var d Desired
 	for _, name := range m.TierNames() {

@@ -11,10 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-)
 
-// MilliPerGPU is one whole GPU in the thousandths a request shares it by.
-const MilliPerGPU = 1000
+	"github.com/mandate-dev/mandate/topology"
+)
 
 // NodeSpec is a node's capacity.
 type NodeSpec struct {
@@ -30,7 +29,7 @@ type Request struct {
 	CPUMilli  int64
 	MemoryMiB int64
 	// GPUs is the number of GPUs; GPUMilli the thousandths of each. A
-	// request of one GPU with GPUMilli below MilliPerGPU shares a GPU;
+	// request of one GPU with GPUMilli below topology.MilliPerGPU shares a GPU;
 	// any other GPU request takes whole GPUs.
 	GPUs     int
 	GPUMilli int64
@@ -39,7 +38,7 @@ type Request struct {
 }
 
 // Fractional says the request takes a share of one GPU.
-func (r Request) Fractional() bool { return r.GPUs == 1 && r.GPUMilli < MilliPerGPU }
+func (r Request) Fractional() bool { return r.GPUs == 1 && r.GPUMilli < topology.MilliPerGPU }
 
 // GPUMilliTotal is the request's GPU demand in thousandths of a GPU.
 func (r Request) GPUMilliTotal() int64 {
@@ -49,7 +48,7 @@ func (r Request) GPUMilliTotal() int64 {
 	if r.Fractional() {
 		return r.GPUMilli
 	}
-	return int64(r.GPUs) * MilliPerGPU
+	return int64(r.GPUs) * topology.MilliPerGPU
 }
 
 // Node is one node's capacity and what is free on it.
@@ -127,7 +126,7 @@ func (n *Node) WholeGPUs(count int, buf []int) []int {
 		if count == 0 {
 			break
 		}
-		if free == MilliPerGPU {
+		if free == topology.MilliPerGPU {
 			buf = append(buf, i)
 			count--
 		}
@@ -162,7 +161,7 @@ func New(specs []NodeSpec) (*Cluster, error) {
 			return nil, fmt.Errorf("node %q has a negative capacity", s.Name)
 		}
 		c.Nodes[i] = Node{NodeSpec: s, FreeGPUMilli: make([]int64, s.GPUs)}
-		c.GPUMilli += int64(s.GPUs) * MilliPerGPU
+		c.GPUMilli += int64(s.GPUs) * topology.MilliPerGPU
 		c.MaxCPUMilli = max(c.MaxCPUMilli, s.CPUMilli)
 		c.MaxGPUs = max(c.MaxGPUs, s.GPUs)
 	}
@@ -176,9 +175,9 @@ func (c *Cluster) Reset() {
 		n := &c.Nodes[i]
 		n.FreeCPUMilli, n.FreeMemoryMiB = n.CPUMilli, n.MemoryMiB
 		for g := range n.FreeGPUMilli {
-			n.FreeGPUMilli[g] = MilliPerGPU
+			n.FreeGPUMilli[g] = topology.MilliPerGPU
 		}
-		n.freeGPUTotal = int64(n.GPUs) * MilliPerGPU
+		n.freeGPUTotal = int64(n.GPUs) * topology.MilliPerGPU
 		n.wholeFree = n.GPUs
 	}
 	c.allocatedMilli = 0
@@ -203,7 +202,7 @@ func (c *Cluster) Bind(r Request, b Binding) error {
 	n.FreeMemoryMiB -= r.MemoryMiB
 	per := perGPU(r)
 	for _, g := range b.GPUs {
-		if n.FreeGPUMilli[g] == MilliPerGPU {
+		if n.FreeGPUMilli[g] == topology.MilliPerGPU {
 			n.wholeFree--
 		}
 		n.FreeGPUMilli[g] -= per
@@ -221,7 +220,7 @@ func (c *Cluster) Release(r Request, b Binding) {
 	per := perGPU(r)
 	for _, g := range b.GPUs {
 		n.FreeGPUMilli[g] += per
-		if n.FreeGPUMilli[g] == MilliPerGPU {
+		if n.FreeGPUMilli[g] == topology.MilliPerGPU {
 			n.wholeFree++
 		}
 	}
@@ -233,7 +232,7 @@ func perGPU(r Request) int64 {
 	if r.Fractional() {
 		return r.GPUMilli
 	}
-	return MilliPerGPU
+	return topology.MilliPerGPU
 }
 
 // check says why the binding cannot hold the request, or nil.

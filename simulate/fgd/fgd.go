@@ -19,6 +19,7 @@ import (
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
 	"github.com/mandate-dev/mandate/simulate/placement"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // The paper's setting: ten seeds, and arrivals until the GPU demand is
@@ -161,7 +162,7 @@ func Run(ctx context.Context, nodes []alloc.NodeSpec, tasks []alloc.Request, o O
 
 	res := &Result{
 		Policy: o.Policy, Seeds: o.Seeds, Inflate: o.Inflate,
-		Nodes: len(nodes), GPUs: int(probe.GPUMilli / alloc.MilliPerGPU), Pods: len(tasks),
+		Nodes: len(nodes), GPUs: int(probe.GPUMilli / topology.MilliPerGPU), Pods: len(tasks),
 		Runs: runs, Points: make([]Point, percents+1),
 	}
 	for _, r := range runs {

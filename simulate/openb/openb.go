@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Node is one row of a node list (openb_node_list_*.csv).
@@ -129,7 +130,7 @@ func ReadPods(r io.Reader, name string) ([]Pod, error) {
 			CPUMilli:      t.int("cpu_milli", 0, maxInt),
 			MemoryMiB:     t.int("memory_mib", 0, maxInt),
 			NumGPU:        int(t.int("num_gpu", 0, 1024)),
-			GPUMilli:      t.int("gpu_milli", 0, alloc.MilliPerGPU),
+			GPUMilli:      t.int("gpu_milli", 0, topology.MilliPerGPU),
 			GPUSpec:       t.list("gpu_spec"),
 			QoS:           t.text("qos", false),
 			Phase:         t.text("pod_phase", false),
@@ -143,8 +144,8 @@ func ReadPods(r io.Reader, name string) ([]Pod, error) {
 				t.fail("gpu_milli", fmt.Errorf("a pod without GPUs (num_gpu 0) asks for %d thousandths of one", p.GPUMilli))
 			case p.NumGPU > 0 && p.GPUMilli == 0:
 				t.fail("gpu_milli", fmt.Errorf("a pod of %d GPUs asks for none of them (gpu_milli 0)", p.NumGPU))
-			case p.NumGPU > 1 && p.GPUMilli != alloc.MilliPerGPU:
-				t.fail("gpu_milli", fmt.Errorf("a pod of %d GPUs takes whole GPUs (gpu_milli %d), not shares", p.NumGPU, alloc.MilliPerGPU))
+			case p.NumGPU > 1 && p.GPUMilli != topology.MilliPerGPU:
+				t.fail("gpu_milli", fmt.Errorf("a pod of %d GPUs takes whole GPUs (gpu_milli %d), not shares", p.NumGPU, topology.MilliPerGPU))
 			}
 		}
 		if t.err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 const traceDir = "../testdata/alibaba-gpu-v2023"
@@ -162,7 +163,7 @@ func FuzzReadPods(f *testing.F) {
 			r := p.Request()
 			assert.GreaterOrEqual(t, r.CPUMilli, int64(0))
 			assert.GreaterOrEqual(t, r.MemoryMiB, int64(0))
-			assert.LessOrEqual(t, r.GPUMilliTotal(), int64(r.GPUs)*alloc.MilliPerGPU)
+			assert.LessOrEqual(t, r.GPUMilliTotal(), int64(r.GPUs)*topology.MilliPerGPU)
 			assert.Equal(t, r.GPUs > 0, r.GPUMilliTotal() > 0)
 		}
 	})

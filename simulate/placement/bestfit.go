@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // BestFit places a request on the node it leaves with the least free
@@ -66,7 +67,7 @@ func bestFitScore(c *alloc.Cluster, n *alloc.Node, r alloc.Request) int64 {
 		leftover += float64(n.FreeCPUMilli-r.CPUMilli) / float64(c.MaxCPUMilli) * 0.5
 	}
 	if c.MaxGPUs > 0 {
-		leftover += float64(n.FreeGPUMilliTotal()-r.GPUMilliTotal()) / float64(int64(c.MaxGPUs)*alloc.MilliPerGPU) * 0.5
+		leftover += float64(n.FreeGPUMilliTotal()-r.GPUMilliTotal()) / float64(int64(c.MaxGPUs)*topology.MilliPerGPU) * 0.5
 	}
 	return int64((1 - leftover) * 100)
 }

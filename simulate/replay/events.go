@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Node event actions.
@@ -145,7 +146,7 @@ func (s *sim) repair(i int) {
 
 // blocker takes all of an empty node.
 func blocker(n *alloc.Node) alloc.Request {
-	return alloc.Request{CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, GPUs: n.GPUs, GPUMilli: alloc.MilliPerGPU}
+	return alloc.Request{CPUMilli: n.CPUMilli, MemoryMiB: n.MemoryMiB, GPUs: n.GPUs, GPUMilli: topology.MilliPerGPU}
 }
 
 func blockerBinding(i int, n *alloc.Node) alloc.Binding {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/policies"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // embedded is the default authority model's evaluator (Helix Labs:
@@ -29,9 +30,9 @@ func embedded(t testing.TB) *evaluator.Evaluator {
 // gpuNode is an H100 node with the model's topology labels.
 func gpuNode(name, clique string, gpus int) *corev1.Node {
 	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("64"),
-		corev1.ResourceMemory: resource.MustParse("512Gi"),
-		DefaultResource:       *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+		corev1.ResourceCPU:          resource.MustParse("64"),
+		corev1.ResourceMemory:       resource.MustParse("512Gi"),
+		topology.DefaultGPUResource: *resource.NewQuantity(int64(gpus), resource.DecimalSI),
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
@@ -200,7 +201,7 @@ func TestHoldsFollowJobs(t *testing.T) {
 		s, err := newSim(trace, goldenSupply(), Options{Decider: ev, Model: ev.Model(), Until: tc.until})
 		require.NoError(t, err)
 		require.NoError(t, s.run(context.Background()))
-		u := s.state.Usage("research-llm")["research-llm"][DefaultResource]
+		u := s.state.Usage("research-llm")["research-llm"][topology.DefaultGPUResource]
 		require.Equal(t, tc.want, u.Total, "until %g", tc.until)
 	}
 }
@@ -214,13 +215,13 @@ func TestStartingState(t *testing.T) {
 	ev := embedded(t)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: "platform"},
 		Spec: corev1.PodSpec{NodeName: "n0", PriorityClassName: "build", Containers: []corev1.Container{{Name: "c",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{DefaultResource: resource.MustParse("4")}}}}},
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{topology.DefaultGPUResource: resource.MustParse("4")}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	supply := Supply{Nodes: []*corev1.Node{gpuNode("n0", "c0", 8)}, Pods: []*corev1.Pod{pod}}
 	trace := []Job{{Name: "a", Submit: 0, Duration: 3600, Tenant: "research-llm", Pods: 1, GPUsPerPod: 8, PriorityClass: "train"}}
 	s, err := newSim(trace, supply, Options{Decider: ev, Model: ev.Model(), StartingRemaining: 1800})
 	require.NoError(t, err)
-	require.Equal(t, 4, s.state.Usage("platform")["platform"][DefaultResource].Total, "the pod counts in the decisions' state")
+	require.Equal(t, 4, s.state.Usage("platform")["platform"][topology.DefaultGPUResource].Total, "the pod counts in the decisions' state")
 	require.NoError(t, s.run(context.Background()))
 	r := s.report()
 	require.Equal(t, 1, r.Jobs, "the starting pod is not a trace job")
@@ -230,5 +231,5 @@ func TestStartingState(t *testing.T) {
 			GPUHoursUsed: 8, GPUHoursGuaranteed: 96 * 5400 / 3600.0, DeniedBy: map[string]int{}},
 	}
 	require.Equal(t, roundTenants(want), roundTenants(r.Tenants))
-	require.Equal(t, 0, s.state.Usage("platform")["platform"][DefaultResource].Total, "ended")
+	require.Equal(t, 0, s.state.Usage("platform")["platform"][topology.DefaultGPUResource].Total, "ended")
 }

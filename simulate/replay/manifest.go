@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -17,14 +18,14 @@ import (
 func manifest(j Job, namespace string, uid int) *unstructured.Unstructured {
 	resource := j.Resource
 	if resource == "" {
-		resource = DefaultResource
+		resource = topology.DefaultGPUResource
 	}
 	limits := map[string]any{}
 	requests := map[string]any{}
 	tmplAnn := map[string]any{}
 	switch {
-	case j.GPUsPerPod == 1 && j.GPUMilli > 0 && j.GPUMilli < 1000:
-		tmplAnn[workload.AnnotationGPUFraction] = strconv.FormatFloat(float64(j.GPUMilli)/1000, 'f', -1, 64)
+	case j.GPUsPerPod == 1 && j.GPUMilli > 0 && j.GPUMilli < topology.MilliPerGPU:
+		tmplAnn[workload.AnnotationGPUFraction] = strconv.FormatFloat(float64(j.GPUMilli)/topology.MilliPerGPU, 'f', -1, 64)
 	case j.GPUsPerPod > 0:
 		limits[resource] = int64(j.GPUsPerPod)
 	}
@@ -40,7 +41,7 @@ func manifest(j Job, namespace string, uid int) *unstructured.Unstructured {
 		podSpec["priorityClassName"] = j.PriorityClass
 	}
 	if len(j.Products) == 1 {
-		podSpec["nodeSelector"] = map[string]any{workload.LabelProduct: j.Products[0]}
+		podSpec["nodeSelector"] = map[string]any{topology.DefaultProductLabel: j.Products[0]}
 	}
 	tmplMeta := map[string]any{}
 	if len(tmplAnn) > 0 {

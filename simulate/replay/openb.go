@@ -8,6 +8,7 @@ import (
 
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/simulate/openb"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // The openb trace has no tenants and no priority classes. Its pods are
@@ -99,9 +100,9 @@ func FromOpenb(pods []openb.Pod, m model.Model) ([]Job, error) {
 		}
 		tenant := OpenbTenant(p.Name, leaves)
 		j := Job{Name: p.Name, Submit: float64(p.CreationTime), Duration: float64(stop - p.CreationTime),
-			Tenant: tenant, Pods: 1, GPUsPerPod: p.NumGPU, Resource: DefaultResource, Products: p.GPUSpec,
+			Tenant: tenant, Pods: 1, GPUsPerPod: p.NumGPU, Resource: topology.DefaultGPUResource, Products: p.GPUSpec,
 			CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB, PriorityClass: OpenbClass(m, tenant, p.QoS)}
-		if p.NumGPU == 1 && p.GPUMilli > 0 && p.GPUMilli < 1000 {
+		if p.NumGPU == 1 && p.GPUMilli > 0 && p.GPUMilli < topology.MilliPerGPU {
 			j.GPUMilli = p.GPUMilli
 		}
 		jobs = append(jobs, j)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/mandate-dev/mandate/simulate/alloc"
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Report is one simulation's outcome.
@@ -104,10 +104,10 @@ type seriesAcc struct {
 
 // integrate adds dt hours of the cluster as it is.
 func (a *seriesAcc) integrate(s *sim, dt float64) {
-	allocated := float64(s.c.AllocatedGPUMilli()) / alloc.MilliPerGPU
+	allocated := float64(s.c.AllocatedGPUMilli()) / topology.MilliPerGPU
 	down := s.downGPUs
 	allocated -= down // a failed node is held by its blocker
-	total := float64(s.c.GPUMilli) / alloc.MilliPerGPU
+	total := float64(s.c.GPUMilli) / topology.MilliPerGPU
 	a.alloc += allocated * dt
 	a.down += down * dt
 	a.idle += (total - allocated - down) * dt
@@ -143,7 +143,7 @@ func (s *sim) sample() {
 			sm.Down += float64(n.GPUs)
 			continue
 		}
-		free := float64(n.FreeGPUMilliTotal()) / alloc.MilliPerGPU
+		free := float64(n.FreeGPUMilliTotal()) / topology.MilliPerGPU
 		sm.Idle += free
 		if n.WholeFreeGPUs() == n.GPUs {
 			sm.LargestGang += n.GPUs
@@ -190,7 +190,7 @@ func (s *sim) report() *Report {
 	hours := s.now / 3600
 	for _, a := range s.stats {
 		a.finish()
-		if l, ok := s.m.QuotaOf(a.Tenant, DefaultResource, ""); ok {
+		if l, ok := s.m.QuotaOf(a.Tenant, topology.DefaultGPUResource, ""); ok {
 			a.GPUHoursGuaranteed = float64(l.Guaranteed) * hours
 		}
 		r.Tenants = append(r.Tenants, a.TenantStats)
@@ -199,7 +199,7 @@ func (s *sim) report() *Report {
 	s.guar.finish()
 	r.Guaranteed = s.guar.TenantStats
 	c := &r.Cluster
-	c.GPUs = float64(s.c.GPUMilli) / alloc.MilliPerGPU
+	c.GPUs = float64(s.c.GPUMilli) / topology.MilliPerGPU
 	c.AllocatedGPUHours, c.IdleGPUHours, c.DownGPUHours = s.series.alloc, s.series.idle, s.series.down
 	c.StrandedGPUHours = s.series.stranded
 	if all := c.GPUs * hours; all > 0 {

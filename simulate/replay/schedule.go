@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,13 +36,10 @@ func (s *sim) quotaRoom(j *job) int {
 	return room
 }
 
+// splitKey reads a usage key (a resource, or its topology.ProductKey).
 func splitKey(key string) (resource, product string) {
-	for i := range key {
-		if key[i] == '@' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return key, ""
+	resource, product, _ = strings.Cut(key, topology.ProductSep)
+	return resource, product
 }
 
 // schedule starts what can start, in priority order, FIFO within a

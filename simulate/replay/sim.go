@@ -35,6 +35,7 @@ import (
 	"github.com/mandate-dev/mandate/review"
 	"github.com/mandate-dev/mandate/simulate/alloc"
 	"github.com/mandate-dev/mandate/simulate/placement"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/workload"
 )
 
@@ -432,20 +433,20 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 	j.chain = s.m.Chain(j.tenant)
 	res := w.GPUResource
 	if res == "" {
-		res = DefaultResource
+		res = topology.DefaultGPUResource
 	}
 	j.keys = []string{res}
 	if w.GPUProduct != "" {
-		j.keys = append(j.keys, res+"@"+w.GPUProduct)
+		j.keys = append(j.keys, topology.ProductKey(res, w.GPUProduct))
 	}
 	j.productsKey = strings.Join(j.Products, "|")
 	j.req = alloc.Request{CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, GPUs: j.GPUsPerPod, GPUMilli: j.GPUMilli, Models: j.Products}
 	if j.GPUMilli == 0 {
-		j.req.GPUMilli = alloc.MilliPerGPU
+		j.req.GPUMilli = topology.MilliPerGPU
 	}
 	j.gpus = float64(j.GPUsPerPod)
 	if j.req.Fractional() {
-		j.gpus = float64(j.GPUMilli) / alloc.MilliPerGPU
+		j.gpus = float64(j.GPUMilli) / topology.MilliPerGPU
 	}
 	j.class, j.tier, j.scheduler = d.Directives.PriorityClass, d.Directives.TierName(), d.Directives.Scheduler
 	j.value, _ = s.m.ClassValue(j.class)

@@ -60,7 +60,7 @@ func (s *sim) startState(pods []*corev1.Pod, owners []*unstructured.Unstructured
 
 // initialJob is the job a starting pod stands for.
 func (s *sim) initialJob(p *corev1.Pod) *job {
-	gpus := topology.PodGPURequests(p)[DefaultResource]
+	gpus := topology.PodGPURequests(p)[topology.DefaultGPUResource]
 	var cpu, mem int64
 	for _, c := range p.Spec.Containers {
 		cpu += c.Resources.Requests.Cpu().MilliValue()
@@ -73,11 +73,11 @@ func (s *sim) initialJob(p *corev1.Pod) *job {
 	j := &job{Job: Job{Name: p.Namespace + "/" + p.Name, Namespace: p.Namespace, Pods: 1, GPUsPerPod: gpus, CPUMilli: cpu,
 		MemoryMiB: mem, PriorityClass: p.Spec.PriorityClassName, Duration: s.o.StartingRemaining},
 		seq: len(s.jobs), namespace: p.Namespace, tenant: tenant, chain: s.m.Chain(tenant), initial: true}
-	j.keys = []string{DefaultResource}
+	j.keys = []string{topology.DefaultGPUResource}
 	if prod := workload.PodProduct(&p.Spec); prod != "" {
-		j.keys = append(j.keys, DefaultResource+"@"+prod)
+		j.keys = append(j.keys, topology.ProductKey(topology.DefaultGPUResource, prod))
 	}
-	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: alloc.MilliPerGPU}
+	j.req = alloc.Request{CPUMilli: cpu, MemoryMiB: mem, GPUs: gpus, GPUMilli: topology.MilliPerGPU}
 	j.gpus = float64(gpus)
 	j.class = p.Spec.PriorityClassName
 	j.tier, _, _ = s.m.TierOf(j.class)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/mandate-dev/mandate/simulate/alloc"
 	"github.com/mandate-dev/mandate/simulate/openb"
+	"github.com/mandate-dev/mandate/topology"
 	"github.com/mandate-dev/mandate/topology/topologytest"
-	"github.com/mandate-dev/mandate/workload"
 )
 
 // Supply is the simulated cluster's nodes and, from a snapshot, its
@@ -72,13 +72,13 @@ func FromOpenbNodes(rows []openb.Node) Supply {
 	var s Supply
 	for _, r := range rows {
 		alloc := corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewMilliQuantity(r.CPUMilli, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(r.MemoryMiB<<20, resource.BinarySI),
-			DefaultResource:       *resource.NewQuantity(int64(r.GPUs), resource.DecimalSI),
+			corev1.ResourceCPU:          *resource.NewMilliQuantity(r.CPUMilli, resource.DecimalSI),
+			corev1.ResourceMemory:       *resource.NewQuantity(r.MemoryMiB<<20, resource.BinarySI),
+			topology.DefaultGPUResource: *resource.NewQuantity(int64(r.GPUs), resource.DecimalSI),
 		}
 		s.Nodes = append(s.Nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{
-				"kubernetes.io/hostname": r.Name, workload.LabelProduct: r.Model, "nvidia.com/gpu.count": strconv.Itoa(r.GPUs)}},
+				"kubernetes.io/hostname": r.Name, topology.DefaultProductLabel: r.Model, "nvidia.com/gpu.count": strconv.Itoa(r.GPUs)}},
 			Status: corev1.NodeStatus{Allocatable: alloc, Capacity: alloc,
 				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 		})
@@ -93,8 +93,8 @@ func spec(n *corev1.Node) alloc.NodeSpec {
 	if len(a) == 0 {
 		a = n.Status.Capacity
 	}
-	cpu, mem, gpu := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[DefaultResource]
-	return alloc.NodeSpec{Name: n.Name, Model: n.Labels[workload.LabelProduct], CPUMilli: cpu.MilliValue(),
+	cpu, mem, gpu := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[topology.DefaultGPUResource]
+	return alloc.NodeSpec{Name: n.Name, Model: n.Labels[topology.DefaultProductLabel], CPUMilli: cpu.MilliValue(),
 		MemoryMiB: mem.Value() >> 20, GPUs: int(gpu.Value())}
 }
 

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mandate-dev/mandate/topology"
 )
 
 // Job is one workload of a trace: when it is submitted, how long it runs
@@ -57,9 +59,6 @@ type Job struct {
 	// (mandate.dev/topology-required); "" leaves it to the model's rules.
 	Topology string `json:"topology,omitempty"`
 }
-
-// DefaultResource is the GPU resource of a job that names none.
-const DefaultResource = "nvidia.com/gpu"
 
 // csvColumns are the trace's CSV columns, in the JSON names; a file needs
 // name, submit, duration, pods and gpusPerPod and may leave out the rest.
@@ -199,8 +198,8 @@ func (j Job) check() error {
 		return fmt.Errorf("job %s: minPods must be from 0 to pods (%d)", j.Name, j.Pods)
 	case j.GPUsPerPod < 0:
 		return fmt.Errorf("job %s: gpusPerPod must not be negative", j.Name)
-	case j.GPUMilli < 0 || j.GPUMilli > 1000 || (j.GPUMilli > 0 && j.GPUMilli < 1000 && j.GPUsPerPod != 1):
-		return fmt.Errorf("job %s: gpuMilli is a share of one GPU (gpusPerPod 1), from 1 to 1000", j.Name)
+	case j.GPUMilli < 0 || j.GPUMilli > topology.MilliPerGPU || (j.GPUMilli > 0 && j.GPUMilli < topology.MilliPerGPU && j.GPUsPerPod != 1):
+		return fmt.Errorf("job %s: gpuMilli is a share of one GPU (gpusPerPod 1), from 1 to %d", j.Name, topology.MilliPerGPU)
 	case j.Tenant != "" && j.Namespace != "":
 		return fmt.Errorf("job %s: give a tenant or a namespace, not both", j.Name)
 	case j.Tenant == "" && j.Namespace == "":

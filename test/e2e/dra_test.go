@@ -228,7 +228,7 @@ func TestRunningDRAPodsHoldTheGuarantee(t *testing.T) {
 		}
 		held := 0
 		if err := inv.EachPod(func(p *corev1.Pod) error {
-			held += topology.PodHoldings(p, "", s.srv.Evaluator.Model().Counting(), claims).GPUs["nvidia.com/gpu"]
+			held += topology.PodUsage(p, "", s.srv.Evaluator.Model().Counting(), claims).GPUs["nvidia.com/gpu"]
 			return nil
 		}); err != nil {
 			t.Fatal(err)

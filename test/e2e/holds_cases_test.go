@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/workload"
@@ -66,7 +65,7 @@ func (s *suite) holdsDRA(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create pod %s: %v", name, err)
 		}
-		held.count("pod "+name, pod.Labels[ledger.LabelPreemptible], "", 8000)
+		held.count("pod "+name, pod.Labels[workload.LabelPreemptible], "", 8000)
 		// What a DRA driver and the scheduler would do: allocate the
 		// claim's 8 devices on a node, and run the pod there.
 		node := fixtures.GPUNode(n).Name
@@ -104,7 +103,7 @@ func (s *suite) holdsDRA(t *testing.T) {
 		case err != nil:
 			t.Fatalf("create pod %s: %v", name, err)
 		default:
-			held.count("pod "+name, pod.Labels[ledger.LabelPreemptible], "", 8000)
+			held.count("pod "+name, pod.Labels[workload.LabelPreemptible], "", 8000)
 		}
 	}
 	held.check(t, "two running 8-GPU DRA pods, then two more after the window", map[string]int{"": 16})
@@ -128,7 +127,7 @@ func (s *suite) holdsFractions(t *testing.T) {
 		case err != nil:
 			t.Fatalf("create pod %s: %v", name, err)
 		default:
-			held.count("pod "+name, pod.Labels[ledger.LabelPreemptible], h100, milli)
+			held.count("pod "+name, pod.Labels[workload.LabelPreemptible], h100, milli)
 		}
 	}
 	half := map[string]string{workload.AnnotationGPUFraction: "0.5"}
@@ -195,9 +194,9 @@ func (s *suite) holdsRepin(t *testing.T) {
 			tmpl corev1.PodTemplateSpec
 			n    int32
 		}{{"Deployment web", dep.Spec.Template, *dep.Spec.Replicas}, {"StatefulSet db", sts.Spec.Template, *sts.Spec.Replicas}} {
-			held.count(w.what, w.tmpl.Labels[ledger.LabelPreemptible], w.tmpl.Spec.NodeSelector[workload.LabelProduct], int(w.n)*4000)
+			held.count(w.what, w.tmpl.Labels[workload.LabelPreemptible], w.tmpl.Spec.NodeSelector[workload.LabelProduct], int(w.n)*4000)
 		}
-		held.count("pod h100-filler", filler.Labels[ledger.LabelPreemptible], h100, 8000)
+		held.count("pod h100-filler", filler.Labels[workload.LabelPreemptible], h100, 8000)
 		return held
 	}
 	tally().check(t, "a Deployment and a StatefulSet on B200 and a pod on H100", guarantees)
@@ -258,9 +257,9 @@ func (s *suite) holdsUnsuspend(t *testing.T) {
 			if ptr.Deref(j.Spec.Suspend, false) {
 				continue // a suspended Job runs nothing
 			}
-			held.count("Job "+j.Name, j.Spec.Template.Labels[ledger.LabelPreemptible], "", int(*j.Spec.Parallelism)*8000)
+			held.count("Job "+j.Name, j.Spec.Template.Labels[workload.LabelPreemptible], "", int(*j.Spec.Parallelism)*8000)
 		}
-		held.count("pod filler", filler.Labels[ledger.LabelPreemptible], "", 8000)
+		held.count("pod filler", filler.Labels[workload.LabelPreemptible], "", 8000)
 		return held
 	}
 	tally().check(t, "a suspended Job, then a running Job and a pod", map[string]int{"": 16})
@@ -301,7 +300,7 @@ func (s *suite) holdsLatePods(t *testing.T) {
 		case err != nil:
 			t.Fatalf("create pod %s: %v", name, err)
 		default:
-			held.count("pod "+name, pod.Labels[ledger.LabelPreemptible], "", 8000)
+			held.count("pod "+name, pod.Labels[workload.LabelPreemptible], "", 8000)
 		}
 	}
 	held.check(t, "two 8-GPU pods after the PyTorchJob's window", map[string]int{"": 16})
@@ -334,7 +333,7 @@ func (s *suite) holdsForgedGangOwner(t *testing.T) {
 		t.Helper()
 		pod := holdPod("hold-attacker", name, "8", "")
 		pod.Annotations = map[string]string{workload.AnnotationGangOwner: string(owner)}
-		pod.Labels = map[string]string{ledger.LabelPreemptible: "false"}
+		pod.Labels = map[string]string{workload.LabelPreemptible: "false"}
 		err := s.admit(pod)
 		switch {
 		case apierrors.IsForbidden(err):
@@ -342,7 +341,7 @@ func (s *suite) holdsForgedGangOwner(t *testing.T) {
 		case err != nil:
 			t.Fatalf("create pod %s: %v", name, err)
 		default:
-			attackerHeld.count("pod "+name, pod.Labels[ledger.LabelPreemptible], "", 8000)
+			attackerHeld.count("pod "+name, pod.Labels[workload.LabelPreemptible], "", 8000)
 			if got, ok := pod.Annotations[workload.AnnotationGangOwner]; ok && got == string(owner) {
 				t.Errorf("forged pod %s of tenant hold-attacker was stored still naming hold-victim's PyTorchJob as its gang owner", name)
 			}
@@ -408,7 +407,7 @@ func (s *suite) operatorPod(t *testing.T, job *unstructured.Unstructured, role, 
 		t.Errorf("the operator's %s pod of PyTorchJob %s/%s: %v", role, job.GetNamespace(), job.GetName(), err)
 		return
 	}
-	if got := pod.GetLabels()[ledger.LabelPreemptible]; got != terms {
+	if got := pod.GetLabels()[workload.LabelPreemptible]; got != terms {
 		t.Errorf("the operator's %s pod of PyTorchJob %s/%s has mandate.dev/preemptible=%q, want the PyTorchJob's %q",
 			role, job.GetNamespace(), job.GetName(), got, terms)
 	}
@@ -421,7 +420,7 @@ func templatesPreemptible(t *testing.T, job *unstructured.Unstructured) string {
 	specs, _, _ := unstructured.NestedMap(job.Object, "spec", "pytorchReplicaSpecs")
 	seen := map[string]bool{}
 	for role := range specs {
-		label, _, _ := unstructured.NestedString(job.Object, "spec", "pytorchReplicaSpecs", role, "template", "metadata", "labels", ledger.LabelPreemptible)
+		label, _, _ := unstructured.NestedString(job.Object, "spec", "pytorchReplicaSpecs", role, "template", "metadata", "labels", workload.LabelPreemptible)
 		seen[label] = true
 	}
 	if len(seen) != 1 {

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mandate-dev/mandate/config"
-	"github.com/mandate-dev/mandate/ledger"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
 	"github.com/mandate-dev/mandate/topology"
@@ -177,7 +176,7 @@ func TestRejectedCreateFreesItsHold(t *testing.T) {
 		// again (the tenant's ceiling leaves room for a few to linger).
 		pod := holdPod(tenant, fmt.Sprintf("after-phantom-%d", try), "8", "")
 		err := s.admit(pod)
-		label := pod.Labels[ledger.LabelPreemptible]
+		label := pod.Labels[workload.LabelPreemptible]
 		switch {
 		case err == nil && label == "false":
 			t.Logf("the rejected create's hold was freed: an 8-GPU pod was admitted non-preemptible %s after the rejection (try %d)",

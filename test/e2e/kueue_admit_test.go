@@ -178,7 +178,7 @@ func TestKueueAdmitsMandatedJob(t *testing.T) {
 	if err := s.env.Client.Get(ctx, client.ObjectKey{Name: flavor}, rf); err != nil {
 		t.Fatalf("GPUs assigned flavor %q: %v", flavor, err)
 	}
-	if got := rf.GetLabels()[schedsync.LabelManagedBy]; got != schedsync.ManagedBy {
+	if got := rf.GetLabels()[config.LabelManagedBy]; got != config.ManagedBy {
 		t.Errorf("flavor %s is managed by %q, want mandate sync's", flavor, got)
 	}
 	flavorLabels, _, _ := unstructured.NestedStringMap(rf.Object, "spec", "nodeLabels")

@@ -65,7 +65,7 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 			return true
 		})
 
-		preemptible := func(job *batchv1.Job) string { return job.Spec.Template.Labels[ledger.LabelPreemptible] }
+		preemptible := func(job *batchv1.Job) string { return job.Spec.Template.Labels[workload.LabelPreemptible] }
 		h100 := s.createInferenceJob(t, "serve-h100", topologytest.ProductH100)
 		b200 := s.createInferenceJob(t, "tune-b200", topologytest.ProductB200)
 		if preemptible(h100) != "false" || preemptible(b200) != "false" {
@@ -78,8 +78,8 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 		}
 		want := map[string]ledger.Usage{
 			gpu: {Total: 24, NonPreemptible: 16},
-			ledger.ProductKey(gpu, topologytest.ProductH100): {Total: 16, NonPreemptible: 8},
-			ledger.ProductKey(gpu, topologytest.ProductB200): {Total: 8, NonPreemptible: 8},
+			topology.ProductKey(gpu, topologytest.ProductH100): {Total: 16, NonPreemptible: 8},
+			topology.ProductKey(gpu, topologytest.ProductB200): {Total: 8, NonPreemptible: 8},
 		}
 		for key, u := range want {
 			// Held by the stored Jobs, on every replica's informers.
@@ -100,12 +100,12 @@ func TestGPUProductsAreCountedAgainstSeparateQuotas(t *testing.T) {
 		if err := s.env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+		if got := pod.Labels[workload.LabelPreemptible]; got != "false" {
 			t.Fatalf("a pod of no product within the resource's guarantee: mandate.dev/preemptible %q, want false", got)
 		}
 		// The bound pod counts against its node's product.
 		s.waitUsage(t, "tenant product's non-preemptible B200 GPUs with the bound pod", "product", func(got map[string]map[string]ledger.Usage) int {
-			return got["product"][ledger.ProductKey(gpu, topologytest.ProductB200)].NonPreemptible
+			return got["product"][topology.ProductKey(gpu, topologytest.ProductB200)].NonPreemptible
 		}, 16)
 		if job := s.createInferenceJob(t, "tune-b200-more", topologytest.ProductB200); preemptible(job) != "true" {
 			t.Fatalf("a B200 Job after B200's guarantee was spent by a pod on a B200 node: mandate.dev/preemptible %q, want true", preemptible(job))

@@ -33,6 +33,7 @@ import (
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/test/fixtures"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // platformGuarantee is tenant platform's guaranteed nvidia.com/gpu in the
@@ -86,7 +87,7 @@ func TestUnconfirmedReservationsAreReleased(t *testing.T) {
 		if err := s.env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		if got := pod.Labels[ledger.LabelPreemptible]; got != "false" {
+		if got := pod.Labels[workload.LabelPreemptible]; got != "false" {
 			t.Errorf("the first pod after the window has mandate.dev/preemptible=%q, want false: the guarantee should be free again", got)
 		}
 	})
@@ -137,7 +138,7 @@ func TestDeploymentPodsSpendTheGuaranteeOnce(t *testing.T) {
 			if p.GenerateName == "" {
 				t.Errorf("pod %s was not made with generateName", p.Name)
 			}
-			byPreemptible[p.Labels[ledger.LabelPreemptible]]++
+			byPreemptible[p.Labels[workload.LabelPreemptible]]++
 		}
 		if byPreemptible["false"] != guarantee || byPreemptible["true"] != replicas-guarantee {
 			t.Errorf("of %d ReplicaSet pods, by mandate.dev/preemptible: %v; want %d non-preemptible (platform's guarantee), the rest preemptible",
@@ -233,7 +234,7 @@ func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
 		s.populate(t)
 		ctx := context.Background()
 		job := s.createBuildJob(t, "train", 2, 2)
-		if job.Labels[ledger.LabelPreemptible] != "" || job.Spec.Template.Labels[ledger.LabelPreemptible] != "false" {
+		if job.Labels[workload.LabelPreemptible] != "" || job.Spec.Template.Labels[workload.LabelPreemptible] != "false" {
 			t.Fatalf("the Job was admitted with pod labels %v, want non-preemptible", job.Spec.Template.Labels)
 		}
 		claimer := func(name string, gpus string) *corev1.Pod {
@@ -250,7 +251,7 @@ func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
 			if err := s.env.Client.Create(ctx, pod); err != nil {
 				t.Fatalf("claimer %d: %v", i, err)
 			}
-			byPreemptible[pod.Labels[ledger.LabelPreemptible]]++
+			byPreemptible[pod.Labels[workload.LabelPreemptible]]++
 		}
 		if byPreemptible["false"] != platformGuarantee || byPreemptible["true"] != claimers-platformGuarantee {
 			t.Errorf("of %d pods naming the 2-pod Job as controller, by mandate.dev/preemptible: %v; want %d non-preemptible (2 of the Job's, 6 decided within platform's guarantee), the rest preemptible",
@@ -260,7 +261,7 @@ func TestPodsClaimingAnAdmittedJobBeyondItsSize(t *testing.T) {
 		if err := s.env.Client.Create(ctx, greedy); err != nil {
 			t.Fatal(err)
 		}
-		if got := greedy.Labels[ledger.LabelPreemptible]; got != "true" {
+		if got := greedy.Labels[workload.LabelPreemptible]; got != "true" {
 			t.Errorf("an 8-GPU pod naming the 1-GPU-per-pod Job has mandate.dev/preemptible=%q, want true: decided on its own past platform's guarantee", got)
 		}
 	})
@@ -326,8 +327,8 @@ func TestDaemonSetPods(t *testing.T) {
 		if err := c.Create(ctx, gpuPod); err != nil {
 			t.Fatal(err)
 		}
-		if got := gpuPod.Labels[ledger.LabelPreemptible]; got == "" {
-			t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", ledger.LabelPreemptible)
+		if got := gpuPod.Labels[workload.LabelPreemptible]; got == "" {
+			t.Errorf("a real DaemonSet's GPU pod was not decided (no %s)", workload.LabelPreemptible)
 		}
 
 		// Undecided, it carries no directives, and no UPDATE may add

@@ -68,7 +68,7 @@ func simulationAgrees(t *testing.T, dir string, sc replay.Scenario, running, evi
 // tenant's own, named after it, as in the test cluster.
 func podJob(pod *corev1.Pod) replay.Job {
 	return replay.Job{Name: pod.Name, Tenant: pod.Namespace, Pods: 1, PriorityClass: pod.Spec.PriorityClassName,
-		GPUsPerPod: int(topology.PodGPURequests(pod)[replay.DefaultResource])}
+		GPUsPerPod: int(topology.PodGPURequests(pod)[topology.DefaultGPUResource])}
 }
 
 // sorted is names sorted, never nil (as ScenarioOutcome's sets are).

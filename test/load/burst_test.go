@@ -16,6 +16,7 @@ import (
 
 	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 const podsPerTenant = 100
@@ -106,7 +107,7 @@ func (h *harness) podsOf(t *testing.T, prefix string) (perTenant map[string][2]i
 			switch {
 			case !decided:
 				unmarked = append(unmarked, ns+"/"+p.Name)
-			case p.Labels[scheduler.LabelPreemptible] == "false":
+			case p.Labels[workload.LabelPreemptible] == "false":
 				c := perTenant[ns]
 				c[0]++
 				perTenant[ns] = c

@@ -23,9 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mandate-dev/mandate/scheduler"
 	"github.com/mandate-dev/mandate/test/envtest"
 	"github.com/mandate-dev/mandate/webhook"
+	"github.com/mandate-dev/mandate/workload"
 )
 
 // hostIP is an address of this machine that an EndpointSlice may hold:
@@ -357,7 +357,7 @@ func (h *harness) topUpToGuarantees(t *testing.T, perTenant map[string][2]int, w
 			ctx, cancel := context.WithTimeout(context.Background(), envtest.Timeout(10*time.Second))
 			defer cancel()
 			require.NoError(t, h.env.Client.Create(ctx, pod, opts...))
-			return pod.Labels[scheduler.LabelPreemptible] != "false"
+			return pod.Labels[workload.LabelPreemptible] != "false"
 		}
 		left := guaranteed - perTenant[ns][0]
 		if left > 0 {

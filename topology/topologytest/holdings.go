@@ -39,7 +39,7 @@ type HoldingCase struct {
 	Pod  *corev1.Pod
 	// Claims are the DRA claims the pod references.
 	Claims []*resourcev1.ResourceClaim
-	// Want is what topology.PodHoldings counts of it, by quota key.
+	// Want is what topology.PodUsage counts of it, by quota key.
 	Want map[string]int
 	// WantWhole is Want in whole GPUs per resource (topology.Fold): what
 	// the pod occupies of its node and uses of its tenant's quota.
@@ -72,7 +72,7 @@ func HoldingNodeObject() *corev1.Node {
 	n := resource.NewQuantity(HoldingAllocatable, resource.DecimalSI)
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: HoldingNode, Labels: map[string]string{
-			"kubernetes.io/hostname": HoldingNode, "nvidia.com/gpu.product": HoldingProduct,
+			"kubernetes.io/hostname": HoldingNode, topology.DefaultProductLabel: HoldingProduct,
 		}},
 		Status: corev1.NodeStatus{
 			Allocatable: corev1.ResourceList{"nvidia.com/gpu": *n, "nvidia.com/gpu.shared": *n, "nvidia.com/mig-1g.10gb": *n},

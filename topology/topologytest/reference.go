@@ -28,7 +28,7 @@ const (
 	LabelLeafBlock  = "mandate.dev/leaf-block"
 	LabelClique     = "nvidia.com/gpu.clique"
 	LabelHostname   = "kubernetes.io/hostname"
-	LabelProduct    = "nvidia.com/gpu.product"
+	LabelProduct    = topology.DefaultProductLabel
 	LabelGPUCount   = "nvidia.com/gpu.count"
 )
 
@@ -46,7 +46,7 @@ const (
 	ProductH100 = "NVIDIA-H100-80GB-HBM3"
 	ProductB200 = "NVIDIA-B200"
 	// GPUResource is the resource every node offers.
-	GPUResource = "nvidia.com/gpu"
+	GPUResource = topology.DefaultGPUResource
 )
 
 // RefOptions sizes the reference cluster; zero values take the defaults.

@@ -225,7 +225,7 @@ func (s Script) Job(o Options) *unstructured.Unstructured {
 	if p := s.product(o.Products); p != "" {
 		label := o.ProductLabel
 		if label == "" {
-			label = "nvidia.com/gpu.product"
+			label = topology.DefaultProductLabel
 		}
 		pod["nodeSelector"] = map[string]any{label: p}
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/model"
 	"github.com/mandate-dev/mandate/policies"
 	"github.com/mandate-dev/mandate/schedsync"
@@ -233,8 +234,8 @@ func TestSyncLive(t *testing.T) {
 		patch := []byte(`{"spec":{"capability":{"nvidia.com/gpu":"999"}}}`)
 		require.NoError(t, c.Patch(ctx, q, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl-edit")))
 		stray := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
-			"metadata": map[string]any{"name": "stray", "labels": map[string]any{schedsync.LabelManagedBy: schedsync.ManagedBy,
-				schedsync.LabelComponent: schedsync.Component}},
+			"metadata": map[string]any{"name": "stray", "labels": map[string]any{config.LabelManagedBy: config.ManagedBy,
+				config.LabelComponent: schedsync.Component}},
 			"spec": map[string]any{"resources": map[string]any{"gpu": map[string]any{"quota": int64(1), "limit": int64(1)}}}}}
 		require.NoError(t, c.Create(ctx, stray))
 		foreign := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
@@ -267,7 +268,7 @@ func TestSyncLive(t *testing.T) {
 		require.Equal(t, 0, code, errText)
 		pc = get(t, c, schedsync.PriorityClassKind.GVK, "", "build")
 		assert.Equal(t, "theirs", pc.Object["description"], "a PriorityClass that is not Mandate's is left alone")
-		assert.NotContains(t, pc.GetLabels(), schedsync.LabelManagedBy)
+		assert.NotContains(t, pc.GetLabels(), config.LabelManagedBy)
 		require.NoError(t, c.Delete(ctx, pc))
 		code, out, _ = sync("--check")
 		assert.Equal(t, 1, code, "the missing class is drift: %s", out)

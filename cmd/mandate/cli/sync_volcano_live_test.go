@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mandate-dev/mandate/config"
 	"github.com/mandate-dev/mandate/schedsync"
 	"github.com/mandate-dev/mandate/test/envtest"
 )
@@ -112,7 +113,7 @@ tiers:
 		require.Equal(t, 0, code, errText)
 		cm := conf()
 		assert.Equal(t, schedsync.RenderVolcanoConfig(), cm.Data[schedsync.VolcanoConfigKey])
-		assert.Equal(t, schedsync.ManagedBy, cm.Labels[schedsync.LabelManagedBy])
+		assert.Equal(t, config.ManagedBy, cm.Labels[config.LabelManagedBy])
 		var appliers []string
 		for _, m := range cm.ManagedFields {
 			if m.Operation == metav1.ManagedFieldsOperationApply {

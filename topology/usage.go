@@ -8,14 +8,16 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
-// A pod holds GPUs in three ways: extended resources (IsGPUResource: whole
+// A pod uses GPUs in three ways: extended resources (IsGPUResource: whole
 // GPUs, MIG slices, time-sliced replicas), KAI's sharing annotations (a
 // fraction or GPU memory of a device, PodShare) and the devices of the
-// DRA ResourceClaims it references (ClaimGPUs). PodHoldings counts all
+// DRA ResourceClaims it references (ClaimGPUs). PodUsage counts all
 // three, and every consumer reads a pod's GPUs through it: admission's
 // normaliser (the extended-resource part of a template), the quota ledger,
 // the topology model's node occupancy, audit, explain and the cluster
-// report.
+// report. This is a pod's usage, not a hold: a hold (the ledger's) is what
+// a stored, admitted workload keeps of its tenant's quota for its life
+// (docs/architecture.md, Glossary).
 
 // ClaimLookup resolves a ResourceClaim a pod references, by namespace and
 // name; ok is false when it is not known (not made yet, or not listed).
@@ -30,40 +32,40 @@ type Counting struct {
 	DeviceResource DeviceResourceFunc
 }
 
-// Holdings is every GPU a pod holds.
-type Holdings struct {
+// Usage is every GPU a pod uses.
+type Usage struct {
 	// GPUs counts, by quota key, the whole devices of each GPU resource
 	// (its extended resources and the devices of the claims in Claims) and
 	// KAI-shared demand in milli-GPUs under SharedKey(SharedResource); nil
-	// when the pod holds none.
+	// when the pod uses none.
 	GPUs map[string]int
 	// Share is what the pod takes by KAI's sharing annotations (zero when
 	// nothing), counted in GPUs.
 	Share Share
 	// Claims are the DRA claims the pod references that the lookup
-	// resolved and that hold counted devices, by name.
-	Claims []ClaimHolding
+	// resolved and that have counted devices, by name.
+	Claims []ClaimUsage
 }
 
-// ClaimHolding is what one DRA claim holds.
-type ClaimHolding struct {
+// ClaimUsage is what one DRA claim's devices count.
+type ClaimUsage struct {
 	Namespace, Name string
 	// Node is the node its devices are allocated on (ClaimNode); "" when
-	// not allocated or not node-local (they are then on the holder's node).
+	// not allocated or not node-local (they are then on its pod's node).
 	Node string
 	// GPUs are its devices by quota resource (ClaimGPUs).
 	GPUs map[string]int
 }
 
-// PodHoldings is every GPU pod holds: its extended resources as the
+// PodUsage is every GPU pod uses: its extended resources as the
 // scheduler counts them (the larger of the app containers plus sidecars and
 // the largest init container), its KAI share (a gpu-memory share mapped
 // with the device memory of product, "" for the resource's default), and
 // the devices of each claim lookup resolves (nil: none). A claim several
-// pods share is in each one's Holdings: callers that sum pods count it
+// pods share is in each one's Usage: callers that sum pods count it
 // once (ClaimsOnce).
-func PodHoldings(pod *corev1.Pod, product string, c Counting, claims ClaimLookup) Holdings {
-	h := holdings(podGPURequests(pod), pod.Annotations, product, c)
+func PodUsage(pod *corev1.Pod, product string, c Counting, claims ClaimLookup) Usage {
+	h := podUsage(podGPURequests(pod), pod.Annotations, product, c)
 	if claims != nil && c.DeviceResource != nil {
 		for _, name := range PodClaimNames(pod) {
 			claim, ok := claims(pod.Namespace, name)
@@ -74,7 +76,7 @@ func PodHoldings(pod *corev1.Pod, product string, c Counting, claims ClaimLookup
 			if len(gpus) == 0 {
 				continue
 			}
-			h.Claims = append(h.Claims, ClaimHolding{Namespace: pod.Namespace, Name: name, Node: ClaimNode(claim), GPUs: gpus})
+			h.Claims = append(h.Claims, ClaimUsage{Namespace: pod.Namespace, Name: name, Node: ClaimNode(claim), GPUs: gpus})
 			for res, n := range gpus {
 				h.add(res, n)
 			}
@@ -83,11 +85,11 @@ func PodHoldings(pod *corev1.Pod, product string, c Counting, claims ClaimLookup
 	return h
 }
 
-// holdings is what a pod of the given GPUs (podGPURequests) and
-// annotations holds without its claims: gpus, and its KAI share. gpus is
+// podUsage is what a pod of the given GPUs (podGPURequests) and
+// annotations uses without its claims: gpus, and its KAI share. gpus is
 // not changed.
-func holdings(gpus map[string]int, annotations map[string]string, product string, c Counting) Holdings {
-	h := Holdings{GPUs: gpus}
+func podUsage(gpus map[string]int, annotations map[string]string, product string, c Counting) Usage {
+	h := Usage{GPUs: gpus}
 	if share, ok := PodShare(annotations, product, c.GPUMemory); ok {
 		h.GPUs = maps.Clone(gpus)
 		h.Share = share
@@ -96,7 +98,7 @@ func holdings(gpus map[string]int, annotations map[string]string, product string
 	return h
 }
 
-func (h *Holdings) add(key string, n int) {
+func (h *Usage) add(key string, n int) {
 	if n <= 0 {
 		return
 	}
@@ -108,16 +110,16 @@ func (h *Holdings) add(key string, n int) {
 
 // ByKey is h.GPUs under the ledger's keys: per resource and, when product
 // is set, per resource and product too (WithProduct).
-func (h Holdings) ByKey(product string) map[string]int { return WithProduct(h.GPUs, product) }
+func (h Usage) ByKey(product string) map[string]int { return WithProduct(h.GPUs, product) }
 
 // Whole is h.GPUs with shared milli-GPUs folded into their device
 // resource, rounded up to whole GPUs (Fold): what a person reads.
-func (h Holdings) Whole() map[string]int { return Fold(h.GPUs) }
+func (h Usage) Whole() map[string]int { return Fold(h.GPUs) }
 
 // OnNode is what h occupies of each node when the pod is bound to node
 // ("" while pending): its own GPUs there, and each claim's devices on the
 // claim's node, else there.
-func (h Holdings) OnNode(node string) map[string]map[string]int {
+func (h Usage) OnNode(node string) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	add := func(n, res string, v int) {
 		if n == "" || v <= 0 {
@@ -152,7 +154,7 @@ func (h Holdings) OnNode(node string) map[string]map[string]int {
 }
 
 // ClaimsOnce wraps lookup so that each claim resolves once: for callers
-// that sum the holdings of many pods, a claim several pods share counts
+// that sum the usage of many pods, a claim several pods share counts
 // for the first of them only.
 func ClaimsOnce(lookup ClaimLookup) ClaimLookup {
 	if lookup == nil {
@@ -255,7 +257,7 @@ func Fold(gpus map[string]int) map[string]int {
 	out := make(map[string]int, len(gpus))
 	for key, n := range gpus {
 		if base, ok := strings.CutSuffix(key, SharedSuffix); ok {
-			out[base] += ceilDevices(n)
+			out[base] += WholeGPUs(n)
 		} else {
 			out[key] += n
 		}
