@@ -41,3 +41,13 @@ func TestEvalPlacement(t *testing.T) {
 	require.Equal(t, exitDenied, code, errText)
 	require.Contains(t, out, "TOPOLOGY_NEVER_FITS: a gang of 8 pods × 8 nvidia.com/gpu can never be placed: no healthy node of pool dedicated (tenants.research-llm.placement.allowed)")
 }
+
+// TestModelCheckPoolsAgainstTheCluster: with --cluster, a pool no node of
+// the snapshot is in is a problem; one that has nodes is not.
+func TestModelCheckPoolsAgainstTheCluster(t *testing.T) {
+	code, out, errText := run(t, "model", "check", placedPolicies(t, "b1"), "--cluster", exampleCluster)
+	require.Equal(t, 0, code, out+errText)
+	code, out, _ = run(t, "model", "check", placedPolicies(t, "b99"), "--cluster", exampleCluster)
+	require.Equal(t, exitModelProblems, code)
+	require.Contains(t, out, "no node of the cluster with nvidia.com/gpu is in pool dedicated")
+}
