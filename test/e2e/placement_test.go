@@ -215,6 +215,44 @@ func TestPlacementConfinesAndIsolates(t *testing.T) {
 			t.Errorf("clique %s holds pods of %v: %s is isolated at the clique level", cl, tenants, tenantIsolated)
 		}
 	}
+	// Pinned into each other's cliques, neither side is scheduled: the
+	// scheduler reports each pod unschedulable.
+	var isolatedClique, plainClique string
+	for cl, tenants := range tenantsIn {
+		switch {
+		case slices.Contains(tenants, tenantIsolated):
+			isolatedClique = cl
+		case slices.Contains(tenants, tenantPlain) && strings.HasPrefix(cl, "b2-"):
+			plainClique = cl
+		}
+	}
+	intruders := s.createPods(t,
+		gpuPod(tenantPlain, "plain-intruder", "build", 1, map[string]string{topologytest.LabelClique: isolatedClique}),
+		gpuPod(tenantIsolated, "isolated-intruder", "build", 1, map[string]string{topologytest.LabelClique: plainClique}))
+	envtest.WaitFor(t, 2*time.Minute, "kube-scheduler to find no node for the pods pinned into the other side's clique", func() bool {
+		for _, p := range intruders {
+			got := &corev1.Pod{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil || got.Spec.NodeName != "" {
+				return false
+			}
+			if !slices.ContainsFunc(got.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+			}) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range intruders {
+		got := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.NodeName != "" {
+			t.Errorf("pod %s/%s was bound to %s, in a clique the other side holds", p.Namespace, p.Name, got.Spec.NodeName)
+		}
+	}
+
 	got := &corev1.PodList{}
 	if err := c.List(ctx, got, client.InNamespace(tenantIsolated)); err != nil {
 		t.Fatal(err)
