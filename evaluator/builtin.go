@@ -71,7 +71,8 @@ var placementDecl = &rego.Function{
 		"Deterministic for a given snapshot.",
 	Decl: types.NewFunction(
 		types.Args(types.Named("request", placementRequestType).
-			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel, gpuShareMilli (KAI-shared pods: "+
+			Description("pods, gpusPerPod, resource, product, requiredLevel, preferredLevel, pool (the authority model's pool "+
+				"the gang is confined to: every answer is computed over its nodes only), gpuShareMilli (KAI-shared pods: "+
 				"the thousandths of each device a pod takes; they pack onto shared devices of one node); cluster is read only by `mandate opa test`")),
 		types.Named("result", placementResultType).
 			Description("fitsNow, fitsEmpty, domain, level, score, freeAfter, largest, bestNow, clusterFree, clusterTotal, "+

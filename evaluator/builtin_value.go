@@ -30,6 +30,7 @@ func placementRequest(obj ast.Object) (topology.Request, error) {
 		{"product", &r.Product},
 		{"requiredLevel", &r.RequiredLevel},
 		{"preferredLevel", &r.PreferredLevel},
+		{"pool", &r.Pool},
 	} {
 		if *f.dst, err = stringField(obj, f.name); err != nil {
 			return r, err
@@ -95,7 +96,7 @@ func init() {
 		"fitsNow", "fitsEmpty", "domain", "level", "score", "freeAfter", "largest", "bestNow",
 		"clusterFree", "clusterTotal", "shortfall", "domains", "freest", "freestGPUs", "freestNodeGPUs",
 		"podSlots", "gpus",
-		"pods", "gpusPerPod", "resource", "product", "requiredLevel", "preferredLevel", "cluster",
+		"pods", "gpusPerPod", "resource", "product", "requiredLevel", "preferredLevel", "cluster", "pool",
 	)
 }
 

@@ -95,6 +95,10 @@ type Facts struct {
 	// rule names (the largest, or the roomiest now).
 	Level  string `json:"level,omitempty"`
 	Domain string `json:"domain,omitempty"`
+	// Pool is the pool the tenant's placement rules confine the workload
+	// to, within which the topology rule was decided; "" for the whole
+	// cluster.
+	Pool string `json:"pool,omitempty"`
 	// Class is the priority class at issue; Classes those the tenant may
 	// use (or, for QUOTA_OVER_GUARANTEE, the preemptible ones among them).
 	Class   string   `json:"class,omitempty"`
@@ -153,6 +157,26 @@ type Directives struct {
 	// Labels and Annotations to add to the workload.
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
+	// Placement is where the tenant's placement rules confine the work
+	// (the authority model's tenants.<t>.placement); nil when none do.
+	Placement *Placement `json:"placement,omitempty"`
+}
+
+// Placement is the placement directive: the pool the work is confined to
+// and its node selector (label → allowed values, all labels must match),
+// the pool it prefers, and the topology level at which its isolation unit
+// (the tenant whose rule it is) shares no domain with other tenants.
+type Placement struct {
+	Pool string `json:"pool,omitempty"`
+	// Rule names the model field that confines the work, e.g.
+	// tenants.team-a.placement.allowed.
+	Rule              string              `json:"rule,omitempty"`
+	NodeSelector      map[string][]string `json:"nodeSelector,omitempty"`
+	PreferredPool     string              `json:"preferredPool,omitempty"`
+	PreferredSelector map[string][]string `json:"preferredSelector,omitempty"`
+	IsolationLevel    string              `json:"isolationLevel,omitempty"`
+	IsolationLabel    string              `json:"isolationLabel,omitempty"`
+	IsolationUnit     string              `json:"isolationUnit,omitempty"`
 }
 
 // TierName is the model's tier of the work: Tier when the work runs at a

@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -17,7 +18,7 @@ import (
 func init() {
 	ast.InternStringTerm(
 		"allowed", "violations", "warned", "dryrun", "reasons", "warnings", "directives", "relied",
-		"code", "dimension", "message", "enforcement",
+		"code", "dimension", "message", "enforcement", "placement",
 		"scheduler", "queue", "priorityClass", "preemptible", "gangMin", "requiredLevel", "requiredLabel",
 		"requiredTier", "preferredLevel", "preferredLabel", "preferredTier", "topologyName", "labels", "annotations",
 		"tenant", "usage", "ceiling", "guaranteed", "demand", "seen", "total", "nonPreemptible", "busy", "overGuarantee",
@@ -198,6 +199,8 @@ func (r *reader) facts(m ast.Object, key string, i int, v *Violation) {
 			s = &v.Level
 		case "domain":
 			s = &v.Domain
+		case "pool":
+			s = &v.Pool
 		case "class":
 			s = &v.Class
 		case "key":
@@ -378,7 +381,33 @@ func (r *reader) directiveFields(m ast.Object) Directives {
 		TopologyName:   r.str(m, "topologyName"),
 		Labels:         r.strings(m, "labels"),
 		Annotations:    r.strings(m, "annotations"),
+		Placement:      r.placement(m),
 	}
+}
+
+// placement reads directives.placement, present only for tenants with
+// placement rules.
+func (r *reader) placement(m ast.Object) *Placement {
+	raw := get(m, "placement")
+	if isNull(raw) {
+		return nil
+	}
+	v, err := ast.JSON(raw)
+	if err != nil {
+		r.fail("directives.placement: %v", err)
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		r.fail("directives.placement: %v", err)
+		return nil
+	}
+	var p Placement
+	if err := json.Unmarshal(b, &p); err != nil {
+		r.fail("directives.placement is malformed: %v", err)
+		return nil
+	}
+	return &p
 }
 
 // relied reads decision.relied: the quota limits the decision relied on

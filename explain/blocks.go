@@ -246,6 +246,9 @@ func blockOf(v evaluator.Violation, limits map[string]evaluator.Explanation, e *
 		default: // no healthy node offers what each pod needs
 			b.Unblock = "ask for another GPU product or fewer GPUs per pod"
 		}
+		if v.Pool != "" {
+			b.Unblock += fmt.Sprintf(", or widen pool %s, to which the tenant's placement confines it, in the authority model", v.Pool)
+		}
 		b.Unblock += h.repair(v)
 	case "TOPOLOGY_WAITS":
 		b.Unblock = "free GPUs within one domain of the required level (finish or preempt work there)"

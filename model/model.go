@@ -76,6 +76,9 @@ type Topology struct {
 	Levels []topology.Level `json:"levels"`
 	Health Health           `json:"health"`
 	Rules  []TopologyRule   `json:"rules"`
+	// Pools are named sets of nodes tenants may be confined to (see
+	// Placement).
+	Pools map[string]NodePool `json:"pools,omitempty"`
 }
 
 // TopologyRule is one rule of topology.rules: a gang of at most MaxGPUs
@@ -133,6 +136,7 @@ func (m Model) TopologyConfig() topology.Config {
 		UnhealthyValues:     slices.Clone(h.UnhealthyValues),
 		UnhealthyConditions: slices.Clone(h.Conditions),
 		GPUMemoryMiB:        m.GPUMemoryMiB,
+		Pools:               m.PoolSelectors(),
 	}
 }
 
@@ -153,6 +157,8 @@ type Tenant struct {
 	// Queue is the scheduler queue of the tenant's work; "" is the
 	// tenant's name (see QueueName).
 	Queue string `json:"queue"`
+	// Placement is where the tenant's work may run (see Placement).
+	Placement Placement `json:"placement,omitzero"`
 }
 
 // Tier is one priority class of the model.

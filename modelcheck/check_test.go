@@ -61,6 +61,48 @@ var cases = []struct {
 	wantMsg   string
 }{
 	{
+		name: "child allowed outside its parent's pool",
+		edit: func(m map[string]any) {
+			obj(m, "topology")["pools"] = map[string]any{
+				"b1": map[string]any{"level": "block", "domains": []any{"b1"}},
+				"b2": map[string]any{"level": "block", "domains": []any{"b2"}},
+			}
+			obj(m, "tenants", "research")["placement"] = map[string]any{"allowed": "b1"}
+			obj(m, "tenants", "research-llm")["placement"] = map[string]any{"allowed": "b2"}
+		},
+		wantPath:  "tenants.research-llm.placement.allowed",
+		wantCheck: "placement",
+		wantMsg:   "is allowed pool b2, which is not within pool b1 that research confines it to",
+	},
+	{
+		name: "placement names an unknown pool",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "product")["placement"] = map[string]any{"classes": map[string]any{"inference": "serving"}}
+		},
+		wantPath:  "tenants.product.placement.classes.inference",
+		wantCheck: "placement",
+		wantMsg:   `names pool "serving", which topology.pools does not define`,
+	},
+	{
+		name: "pool of an unknown level",
+		edit: func(m map[string]any) {
+			obj(m, "topology")["pools"] = map[string]any{"r1": map[string]any{"level": "rack", "domains": []any{"r1"}}}
+		},
+		wantPath:  "topology.pools.r1.level",
+		wantCheck: "placement",
+		wantMsg:   `level "rack" is not a level of the topology`,
+	},
+	{
+		name: "isolation narrower than the parent's",
+		edit: func(m map[string]any) {
+			obj(m, "tenants", "research")["placement"] = map[string]any{"isolation": "block"}
+			obj(m, "tenants", "research-llm")["placement"] = map[string]any{"isolation": "node"}
+		},
+		wantPath:  "tenants.research-llm.placement.isolation",
+		wantCheck: "placement",
+		wantMsg:   "narrower than the block isolation it inherits from research",
+	},
+	{
 		name: "misspelt quota key",
 		edit: func(m map[string]any) {
 			obj(m, "tenants", "platform", "quota")["nvidia.com/gpu"] = map[string]any{"guarenteed": 8, "ceiling": 16}
@@ -529,4 +571,36 @@ func render(problems []modelcheck.Problem) string {
 		lines[i] = "  " + p.Check + " " + p.String()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Against a cluster, a pool no node is in and a pool's guarantee above
+// its GPUs are problems; a pool that holds its guarantee is not.
+func TestCheckPoolsAgainstTheCluster(t *testing.T) {
+	m := model.Model{Topology: model.Topology{
+		Levels: []topology.Level{{Name: "block", NodeLabel: "block"}, {Name: "node", NodeLabel: "kubernetes.io/hostname"}},
+		Pools: map[string]model.NodePool{
+			"b1":    {Level: "block", Domains: []string{"b1"}, Guaranteed: map[string]int{"nvidia.com/gpu": 16}},
+			"b2":    {Level: "block", Domains: []string{"b2"}, Guaranteed: map[string]int{"nvidia.com/gpu": 32}},
+			"ghost": {NodeLabels: map[string]string{"pool": "ghost"}},
+		},
+	}}
+	snap, err := topology.FromFixture(topology.Fixture{
+		Levels: m.Topology.Levels,
+		Pools:  m.PoolSelectors(),
+		Nodes: []topology.FixtureNode{
+			{Name: "n1", Labels: map[string]string{"block": "b1"}, Allocatable: map[string]int{"nvidia.com/gpu": 8}},
+			{Name: "n2", Labels: map[string]string{"block": "b1"}, Allocatable: map[string]int{"nvidia.com/gpu": 8}},
+			{Name: "n3", Labels: map[string]string{"block": "b2"}, Allocatable: map[string]int{"nvidia.com/gpu": 8}},
+		},
+	})
+	require.NoError(t, err)
+	var got []string
+	for _, p := range modelcheck.CheckPools(m, snap) {
+		assert.Equal(t, "placement", p.Check)
+		got = append(got, p.Path+": "+p.Message)
+	}
+	assert.Equal(t, []string{
+		`topology.pools.b2.guaranteed["nvidia.com/gpu"]: pool b2 guarantees 32 nvidia.com/gpu, but its healthy nodes have only 8`,
+		"topology.pools.ghost: no node of the cluster with nvidia.com/gpu is in pool ghost",
+	}, got)
 }

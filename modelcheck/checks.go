@@ -14,6 +14,7 @@ var checks = []struct {
 	{"preemption", checkPreemption},
 	{"scheduler", checkSchedulers},
 	{"topology", checkTopology},
+	{"placement", checkPlacement},
 	{"enforcement", checkEnforcement},
 	{"deviceClasses", checkDeviceClasses},
 	{"gpuMemory", checkGPUMemory},

@@ -95,22 +95,28 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 		out = append(out, t)
 	}
 
-	flavors := map[string]string{} // flavor name → product
+	flavors := map[string]map[string]any{} // flavor name → its node labels
 	quotas := map[string][]model.Pool{}
+	flavorsOf := map[string]func(string) []string{} // tenant → product → its flavors
 	for _, name := range s.TenantNames() {
 		qs := s.Pools(name)
 		quotas[name] = qs
+		of := tenantFlavors(s, name, o.ProductLabel)
+		flavorsOf[name] = func(product string) []string {
+			var names []string
+			for _, f := range of(product) {
+				flavors[f.name] = f.nodeLabels
+				names = append(names, f.name)
+			}
+			return names
+		}
 		for _, q := range qs {
-			flavors[flavorName(q.Product)] = q.Product
+			flavorsOf[name](q.Product)
 		}
 	}
 	for _, f := range sortedKeys(flavors) {
 		rf := newObject(ResourceFlavorKind, "", f, nil)
-		nodeLabels := map[string]any{gpuPresentLabel: "true"}
-		if p := flavors[f]; p != "" {
-			nodeLabels = map[string]any{o.ProductLabel: p}
-		}
-		spec := map[string]any{"nodeLabels": nodeLabels}
+		spec := map[string]any{"nodeLabels": flavors[f]}
 		if topologyName != "" {
 			spec["topologyName"] = topologyName
 		}
@@ -175,7 +181,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 				spec["parentName"] = s.QueueName(t.Parent)
 			}
 			if len(qs) > 0 {
-				spec["resourceGroups"] = resourceGroups(qs, t.Parent != "", nil)
+				spec["resourceGroups"] = resourceGroups(qs, t.Parent != "", nil, flavorsOf[name])
 			}
 			co.Object["spec"] = spec
 			out = append(out, co)
@@ -191,7 +197,7 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 			spec["cohortName"] = s.QueueName(t.Parent)
 		}
 		if len(quotas[name]) > 0 {
-			spec["resourceGroups"] = resourceGroups(quotas[name], t.Parent != "", ungovernedQuota)
+			spec["resourceGroups"] = resourceGroups(quotas[name], t.Parent != "", ungovernedQuota, flavorsOf[name])
 		}
 		cq.Object["spec"] = spec
 		out = append(out, cq)
@@ -218,16 +224,17 @@ func kueueObjects(s model.Model, c Cluster, o Options) ([]Object, error) {
 // given and no borrowing limit. One group, not a second one for them: a
 // pod set under Topology-Aware Scheduling must take all its resources from
 // one flavor.
-func resourceGroups(qs []model.Pool, borrowing bool, ungoverned map[string]int64) []any {
+func resourceGroups(qs []model.Pool, borrowing bool, ungoverned map[string]int64, flavorsOf func(product string) []string) []any {
 	resources := map[string]bool{}
 	byFlavor := map[string]map[string]model.Pool{}
 	for _, q := range qs {
 		resources[q.Resource] = true
-		f := flavorName(q.Product)
-		if byFlavor[f] == nil {
-			byFlavor[f] = map[string]model.Pool{}
+		for _, f := range flavorsOf(q.Product) {
+			if byFlavor[f] == nil {
+				byFlavor[f] = map[string]model.Pool{}
+			}
+			byFlavor[f][q.Resource] = q
 		}
-		byFlavor[f][q.Resource] = q
 	}
 	extra := map[string]int64{}
 	for r, n := range ungoverned {
@@ -259,6 +266,71 @@ func resourceGroups(qs []model.Pool, borrowing bool, ungoverned map[string]int64
 		cov[i] = r
 	}
 	return []any{map[string]any{"coveredResources": cov, "flavors": flavors}}
+}
+
+// flavor is a ResourceFlavor: its name and node labels.
+type flavor struct {
+	name       string
+	nodeLabels map[string]any
+}
+
+// tenantFlavors says which ResourceFlavors hold a tenant's quota of a GPU
+// product ("" for any): the product's flavor, or, for a tenant its
+// placement confines to a pool (tenants.<t>.placement.allowed), the pool's
+// flavors of the product — one per node-label combination of the pool
+// (Kueue's nodeLabels are exact values: a pool of several domains has a
+// flavor per domain, each offering the tenant's whole quota, whose total
+// Mandate's admission enforces as it does across products).
+func tenantFlavors(s model.Model, tenant, productLabel string) func(product string) []flavor {
+	pool, _, _, confined := s.AllowedPool(tenant, "")
+	sel, ok := s.PoolSelector(pool)
+	if !confined || !ok {
+		return func(product string) []flavor {
+			if product == "" {
+				return []flavor{{anyProductFlavor, map[string]any{gpuPresentLabel: "true"}}}
+			}
+			return []flavor{{flavorName(product), map[string]any{productLabel: product}}}
+		}
+	}
+	// The pool's label combinations, in a stable order.
+	combos := []map[string]any{{}}
+	names := []string{"mandate-pool-" + dnsLabel(pool)}
+	for _, key := range sortedKeys(sel) {
+		values := sel[key]
+		var next []map[string]any
+		var nextNames []string
+		for i, c := range combos {
+			for _, v := range values {
+				m := map[string]any{key: v}
+				for k, x := range c {
+					m[k] = x
+				}
+				next = append(next, m)
+				n := names[i]
+				if len(values) > 1 {
+					n += "-" + dnsLabel(v)
+				}
+				nextNames = append(nextNames, n)
+			}
+		}
+		combos, names = next, nextNames
+	}
+	return func(product string) []flavor {
+		out := make([]flavor, len(combos))
+		for i, c := range combos {
+			labels := map[string]any{}
+			for k, v := range c {
+				labels[k] = v
+			}
+			name := names[i]
+			if product != "" {
+				labels[productLabel] = product
+				name += "-" + dnsLabel(product)
+			}
+			out[i] = flavor{name, labels}
+		}
+		return out
+	}
 }
 
 // flavorName is the ResourceFlavor of a GPU product ("" for any).

@@ -173,3 +173,37 @@ func ungovernedEntries() []any {
 		map[string]any{"name": "memory", "nominalQuota": int64(1 << 50)},
 	}
 }
+
+// A tenant on Kueue confined to a pool: its ClusterQueue offers only the
+// pool's flavors (one per product it has quota for, and the any-product
+// one), each selecting the pool's nodes; a pool of two domains has a
+// flavor per domain. Other tenants keep the cluster-wide flavors.
+func TestKueuePoolFlavors(t *testing.T) {
+	s := exampleSpec(t)
+	s.Topology.Pools = map[string]model.NodePool{
+		"b1":   {Level: "block", Domains: []string{"b1"}},
+		"both": {Level: "block", Domains: []string{"b1", "b2"}},
+	}
+	for name, pool := range map[string]string{"product": "b1", "platform": "both"} {
+		t := s.Tenants[name]
+		t.Scheduler = Kueue
+		t.Placement.Allowed = pool
+		s.Tenants[name] = t
+	}
+	objs, err := Render(s, Cluster{}, Options{Schedulers: []string{Kueue}})
+	require.NoError(t, err)
+	flavorsOf := func(queue string) []string {
+		var out []string
+		for _, g := range field(t, find(t, objs, ClusterQueueKind, "", queue), "spec", "resourceGroups").([]any) {
+			for _, f := range g.(map[string]any)["flavors"].([]any) {
+				out = append(out, f.(map[string]any)["name"].(string))
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []string{"mandate-pool-b1", "mandate-pool-b1-nvidia-b200", "mandate-pool-b1-nvidia-h100-80gb-hbm3"}, flavorsOf(s.QueueName("product")))
+	assert.Equal(t, map[string]any{"mandate.dev/leaf-block": "b1", "nvidia.com/gpu.product": "NVIDIA-B200"},
+		field(t, find(t, objs, ResourceFlavorKind, "", "mandate-pool-b1-nvidia-b200"), "spec", "nodeLabels"))
+	assert.Equal(t, map[string]any{"mandate.dev/leaf-block": "b1"}, field(t, find(t, objs, ResourceFlavorKind, "", "mandate-pool-b1"), "spec", "nodeLabels"))
+	assert.Equal(t, []string{"mandate-pool-both-b1", "mandate-pool-both-b2"}, flavorsOf(s.QueueName("platform")))
+}

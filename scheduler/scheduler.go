@@ -109,6 +109,7 @@ func applyCommon(obj *unstructured.Unstructured, w workload.Workload, d evaluato
 		if d.PriorityClass != "" {
 			t.setPriorityClass(d.PriorityClass)
 		}
+		applyPlacement(t, d.Placement)
 	}
 	return templates, nil
 }

@@ -3,9 +3,10 @@ package topology
 import "slices"
 
 // aggKey names one kind of GPU capacity: a resource and a product, product
-// "" standing for any product.
+// "" standing for any product, within a pool, pool "" standing for every
+// node.
 type aggKey struct {
-	resource, product string
+	resource, product, pool string
 }
 
 // aggView is what a snapshot reads for one aggKey: the cluster histograms and,
@@ -76,7 +77,7 @@ func (st *nodeState) contributions() []contrib {
 	if info == nil || !info.usable || len(info.alloc) == 0 {
 		return nil
 	}
-	out := make([]contrib, 0, 2*len(info.alloc))
+	out := make([]contrib, 0, 2*len(info.alloc)*(1+len(info.pools)))
 	for r, a := range info.alloc {
 		// Shared pods pack onto devices: their milli-GPUs occupy
 		// WholeGPUs(sum) whole devices of the node.
@@ -87,7 +88,13 @@ func (st *nodeState) contributions() []contrib {
 		free := max(0, a-st.used[r]-shared)
 		out = append(out, contrib{aggKey{resource: r}, free, a})
 		if info.product != "" {
-			out = append(out, contrib{aggKey{r, info.product}, free, a})
+			out = append(out, contrib{aggKey{r, info.product, ""}, free, a})
+		}
+		for _, p := range info.pools {
+			out = append(out, contrib{aggKey{r, "", p}, free, a})
+			if info.product != "" {
+				out = append(out, contrib{aggKey{r, info.product, p}, free, a})
+			}
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -37,6 +38,7 @@ func (c Config) WithDefaults() Config {
 		UnhealthyConditions: slices.Clone(c.UnhealthyConditions),
 		ToleratedTaints:     slices.Clone(c.ToleratedTaints),
 		GPUMemoryMiB:        c.GPUMemoryMiB,
+		Pools:               maps.Clone(c.Pools),
 	}
 	if out.ProductLabel == "" {
 		out.ProductLabel = DefaultProductLabel

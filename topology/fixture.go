@@ -14,6 +14,8 @@ import (
 type Fixture struct {
 	Levels []Level       `json:"levels"`
 	Nodes  []FixtureNode `json:"nodes"`
+	// Pools are the authority model's pools (Config.Pools).
+	Pools map[string]PoolSelector `json:"pools,omitempty"`
 }
 
 // FixtureNode is one node of a Fixture. Allocatable and Used count GPUs by
@@ -37,7 +39,7 @@ type FixtureNode struct {
 // Kubernetes would not accept, a resource that is not a GPU resource, a
 // negative count, or more used than allocatable.
 func FromFixture(f Fixture) (*Snapshot, error) {
-	m, err := NewModel(Config{Levels: f.Levels})
+	m, err := NewModel(Config{Levels: f.Levels, Pools: f.Pools})
 	if err != nil {
 		return nil, fmt.Errorf("invalid topology fixture: %w", err)
 	}
@@ -57,6 +59,7 @@ func FromFixture(f Fixture) (*Snapshot, error) {
 			product: n.Labels[m.rules.productLabel],
 			usable:  !n.Unhealthy,
 			alloc:   positive(n.Allocatable),
+			pools:   m.rules.poolsOf(n.Labels),
 		}
 		used := positive(n.Used)
 		if used == nil {

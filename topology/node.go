@@ -28,6 +28,8 @@ type nodeInfo struct {
 	usable bool
 	// alloc is the allocatable count of each GPU resource, zeros left out.
 	alloc map[string]int
+	// pools are the Config's pools the node is in, sorted.
+	pools []string
 }
 
 func (a *nodeInfo) equal(b *nodeInfo) bool {
@@ -35,7 +37,7 @@ func (a *nodeInfo) equal(b *nodeInfo) bool {
 		return a == b
 	}
 	return a.product == b.product && a.usable == b.usable &&
-		slices.Equal(a.keys, b.keys) && maps.Equal(a.alloc, b.alloc)
+		slices.Equal(a.keys, b.keys) && maps.Equal(a.alloc, b.alloc) && slices.Equal(a.pools, b.pools)
 }
 
 // rules decides which nodes count and where they sit; built once from a
@@ -48,6 +50,7 @@ type rules struct {
 	unhealthyConditions map[corev1.NodeConditionType]bool
 	toleratedTaints     map[string]bool
 	gpuMemory           GPUMemory
+	pools               map[string]PoolSelector
 }
 
 func newRules(cfg Config) *rules {
@@ -59,6 +62,7 @@ func newRules(cfg Config) *rules {
 		unhealthyConditions: make(map[corev1.NodeConditionType]bool, len(cfg.UnhealthyConditions)),
 		toleratedTaints:     make(map[string]bool, len(cfg.ToleratedTaints)),
 		gpuMemory:           cfg.GPUMemoryMiB,
+		pools:               cfg.Pools,
 	}
 	for _, v := range cfg.UnhealthyValues {
 		r.unhealthyValues[v] = true
@@ -81,7 +85,21 @@ func (r *rules) nodeInfo(node *corev1.Node) *nodeInfo {
 		product: node.Labels[r.productLabel],
 		usable:  r.usable(node),
 		alloc:   gpuAllocatable(node),
+		pools:   r.poolsOf(node.Labels),
 	}
+}
+
+// poolsOf lists the pools a node with these labels is in, sorted; nil for
+// none.
+func (r *rules) poolsOf(labels map[string]string) []string {
+	var out []string
+	for name, sel := range r.pools {
+		if sel.Matches(labels) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // usable reports whether the node may take new pods: not cordoned, no

@@ -159,7 +159,7 @@ func (s *Snapshot) validate(req Request) (query, error) {
 	if q.pods > math.MaxInt/q.gpus {
 		return fail("%d pods × %d GPUs is too large", q.pods, q.gpus)
 	}
-	q.agg = aggKey{resource: req.Resource, product: req.Product}
+	q.agg = aggKey{resource: req.Resource, product: req.Product, pool: req.Pool}
 	if q.agg.resource == "" {
 		q.agg.resource = DefaultGPUResource
 	}

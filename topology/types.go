@@ -4,6 +4,8 @@
 // placement algorithm behind the mandate.placement Rego builtin.
 package topology
 
+import "slices"
+
 // Level is one tier of the cluster's topology, top to bottom, named by the
 // authority model and read from a node label. Levels are configured, never
 // hard-coded.
@@ -44,6 +46,26 @@ type Config struct {
 	// authority model's gpuMemoryMiB); a pod it does not map takes whole
 	// devices.
 	GPUMemoryMiB GPUMemory `json:"gpuMemoryMiB,omitempty"`
+	// Pools are named sets of nodes (the authority model's
+	// topology.pools) a Request may be confined to: each node counts in
+	// the aggregates of every pool whose selector it matches.
+	Pools map[string]PoolSelector `json:"pools,omitempty"`
+}
+
+// PoolSelector selects a pool's nodes: for every node label key, the
+// values the node's label may have (all keys must match; a key with no
+// values matches no node). It is one NodeSelectorTerm of In expressions.
+type PoolSelector map[string][]string
+
+// Matches reports whether a node with these labels is in the pool.
+func (p PoolSelector) Matches(labels map[string]string) bool {
+	for k, values := range p {
+		v, ok := labels[k]
+		if !ok || !slices.Contains(values, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Request asks where a gang of Pods × GPUsPerPod of Resource (optionally of
@@ -65,6 +87,10 @@ type Request struct {
 	// node).
 	// 0 (or MilliPerGPU) means whole devices.
 	GPUShareMilli int `json:"gpuShareMilli,omitempty"`
+	// Pool, when set, confines the gang to the nodes of that pool of the
+	// Config: every domain, free count and never-fits answer is computed
+	// over the pool's nodes only. A pool no node matches holds nothing.
+	Pool string `json:"pool,omitempty"`
 }
 
 // Result answers a Request. It is a pure function of the snapshot and the

@@ -28,27 +28,64 @@ func renderFiles(m model.Model, nodes Nodes, o Options) ([]File, error) {
 		return nil, err
 	}
 	return []File{
-		{Name: PartitionsFile, Content: Header + partitionsConf(nodes, o.ProductLabel)},
+		{Name: PartitionsFile, Content: Header + partitionsConf(m, nodes, o.ProductLabel)},
 		{Name: TopologyFile, Content: Header + topo},
 	}, nil
 }
 
 // partitionsConf is one partition per GPU product, named by its gres type,
-// holding the nodes of that product.
-func partitionsConf(nodes Nodes, productLabel string) string {
+// holding the nodes of that product, and one per pool of the model's
+// placement rules (topology.pools), named pool-<pool>, holding the pool's
+// nodes with AllowAccounts naming the tenants confined to it (their
+// accounts; descendants that inherit the pool are listed too). The
+// tenants a pool confines may run nowhere else: the product partitions
+// deny their accounts (DenyAccounts), so Slurm refuses their jobs there.
+func partitionsConf(m model.Model, nodes Nodes, productLabel string) string {
 	byProduct := map[string][]string{}
 	for n, labels := range nodes {
 		if p := labels[productLabel]; p != "" {
 			byProduct[GresType(p)] = append(byProduct[GresType(p)], n)
 		}
 	}
+	var confined []string
+	for _, t := range m.TenantNames() {
+		if _, _, _, ok := m.AllowedPool(t, ""); ok {
+			confined = append(confined, t)
+		}
+	}
+	sort.Strings(confined)
 	var b strings.Builder
 	for _, p := range sortedKeys(byProduct) {
 		sort.Strings(byProduct[p])
-		fmt.Fprintf(&b, "PartitionName=%s Nodes=%s State=UP\n", p, strings.Join(byProduct[p], ","))
+		fmt.Fprintf(&b, "PartitionName=%s Nodes=%s State=UP", p, strings.Join(byProduct[p], ","))
+		if len(confined) > 0 {
+			fmt.Fprintf(&b, " DenyAccounts=%s", strings.Join(confined, ","))
+		}
+		b.WriteString("\n")
+	}
+	for _, pool := range m.PoolNames() {
+		sel, ok := m.PoolSelector(pool)
+		accounts := m.TenantsInPool(pool)
+		if !ok || len(accounts) == 0 {
+			continue
+		}
+		var in []string
+		for n, labels := range nodes {
+			if sel.Matches(labels) {
+				in = append(in, n)
+			}
+		}
+		if len(in) == 0 {
+			continue // Slurm refuses a partition without nodes
+		}
+		sort.Strings(in)
+		fmt.Fprintf(&b, "PartitionName=%s Nodes=%s State=UP AllowAccounts=%s\n", PoolPartition(pool), strings.Join(in, ","), strings.Join(accounts, ","))
 	}
 	return b.String()
 }
+
+// PoolPartition is the Slurm partition of a pool of the model.
+func PoolPartition(pool string) string { return "pool-" + pool }
 
 // switchName names a topology domain as a switch: its level and value.
 func switchName(level, value string) string { return level + "-" + value }

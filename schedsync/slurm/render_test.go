@@ -110,3 +110,24 @@ func TestDiff(t *testing.T) {
 	assert.ErrorContains(t, err, "account team exists")
 	assert.ErrorContains(t, err, "topology.conf exists")
 }
+
+// A tenant confined to a pool gets the pool's partition, naming its
+// account (and its descendants') in AllowAccounts, and is denied the
+// product partitions.
+func TestRenderPoolPartitions(t *testing.T) {
+	m := testModel()
+	m.Topology.Pools = map[string]model.NodePool{"c0": {Level: "clique", Domains: []string{"c0"}}}
+	team := m.Tenants["team"]
+	team.Placement.Allowed = "c0"
+	m.Tenants["team"] = team
+	nodes := Nodes{
+		"n0": {"block": "b1", "clique": "c0", "nvidia.com/gpu.product": "NVIDIA-H100"},
+		"n1": {"block": "b1", "clique": "c1", "nvidia.com/gpu.product": "NVIDIA-H100"},
+	}
+	d, err := Render(m, nodes, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, d.Files)
+	assert.Equal(t, File{Name: PartitionsFile, Content: Header +
+		"PartitionName=nvidia-h100 Nodes=n0,n1 State=UP DenyAccounts=team\n" +
+		"PartitionName=pool-c0 Nodes=n0 State=UP AllowAccounts=team\n"}, d.Files[0])
+}

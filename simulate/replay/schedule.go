@@ -95,37 +95,137 @@ type shape struct {
 	products, level string
 	preempt         bool
 	value           int
+	// pool and unit: placement rules give jobs of one size different
+	// nodes (their pool, the isolation unit whose domains they share).
+	pool, unit string
 }
 
 func shapeOf(j *job, room int) shape {
-	return shape{pods: room, min: j.minPods, gpus: j.GPUsPerPod, milli: j.req.GPUMilli, cpu: j.CPUMilli, mem: j.MemoryMiB,
-		products: j.productsKey, level: j.level, preempt: j.preempt, value: j.value}
+	sh := shape{pods: room, min: j.minPods, gpus: j.GPUsPerPod, milli: j.req.GPUMilli, cpu: j.CPUMilli, mem: j.MemoryMiB,
+		products: j.productsKey, level: j.level, preempt: j.preempt, value: j.value, unit: isolationUnit(j)}
+	if j.placement != nil {
+		sh.pool = j.placement.Pool
+	}
+	return sh
+}
+
+// isolationUnit is whose work j may share an isolation domain with: its
+// isolation unit (the tenant whose isolation rule it is), else its
+// tenant's own.
+func isolationUnit(k *job) string {
+	if k.placement != nil && k.placement.IsolationUnit != "" {
+		return k.placement.IsolationUnit
+	}
+	return "tenant:" + k.tenant
 }
 
 // place binds up to n of j's pods, at least its minimum, all in one
 // domain of its required level; false (nothing bound) when they do not
 // fit.
 func (s *sim) place(j *job, n int) bool {
+	allowed, confined := s.allowedNodes(j)
 	if j.level == "" {
-		return s.placeAmong(j, n, nil)
+		return s.placeAmong(j, n, within(nil, allowed, confined))
 	}
 	doms := s.domains[j.level]
 	if s.o.Placement == PlacementTopology {
+		pool := ""
+		if j.placement != nil {
+			pool = j.placement.Pool
+		}
 		res, err := s.state.Snapshot().Place(topology.Request{Pods: j.minPods, GPUsPerPod: j.GPUsPerPod, Resource: j.keys[0],
-			Product: productOf(j), RequiredLevel: j.levelName, PreferredLevel: j.preferred})
+			Product: productOf(j), RequiredLevel: j.levelName, PreferredLevel: j.preferred, Pool: pool})
 		if err != nil || !res.FitsNow {
 			return false
 		}
-		if nodes, ok := s.domainOf(res); ok && s.placeAmong(j, n, nodes) {
+		if nodes, ok := s.domainOf(res); ok && s.placeAmong(j, n, within(nodes, allowed, confined)) {
 			return true
 		}
 	}
 	for _, v := range s.domainNames[j.level] {
-		if s.placeAmong(j, n, doms[v]) {
+		if s.placeAmong(j, n, within(doms[v], allowed, confined)) {
 			return true
 		}
 	}
 	return false
+}
+
+// allowedNodes are the nodes j's placement lets it use, as the scheduler
+// told by its directives would: those of its pool (the node selector),
+// less, where isolation applies, every node whose isolation domain runs
+// work it must not share one with — another tenant's, for an isolated
+// job; an isolated tenant's, for any other. confined is false when
+// nothing restricts j (every node).
+func (s *sim) allowedNodes(j *job) (nodes map[int]bool, confined bool) {
+	mine := isolationUnit(j)
+	// The isolation domains j may not enter: label → values.
+	barred := map[string]map[string]bool{}
+	bar := func(label string, node int) {
+		if v, ok := s.nodes[node].Labels[label]; ok {
+			if barred[label] == nil {
+				barred[label] = map[string]bool{}
+			}
+			barred[label][v] = true
+		}
+	}
+	for k := range s.running {
+		if isolationUnit(k) == mine {
+			continue
+		}
+		for _, b := range k.bindings {
+			if j.placement != nil && j.placement.IsolationLabel != "" {
+				bar(j.placement.IsolationLabel, b.Node)
+			}
+			if k.placement != nil && k.placement.IsolationLabel != "" {
+				bar(k.placement.IsolationLabel, b.Node)
+			}
+		}
+	}
+	var sel map[string][]string
+	if j.placement != nil {
+		sel = j.placement.NodeSelector
+	}
+	if len(sel) == 0 && len(barred) == 0 {
+		return nil, false
+	}
+	nodes = map[int]bool{}
+	for i, n := range s.nodes {
+		if topology.PoolSelector(sel).Matches(n.Labels) && !isBarred(barred, n.Labels) {
+			nodes[i] = true
+		}
+	}
+	return nodes, true
+}
+
+func isBarred(barred map[string]map[string]bool, labels map[string]string) bool {
+	for label, values := range barred {
+		if v, ok := labels[label]; ok && values[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// within is nodes (nil: every node) restricted to allowed when confined;
+// an empty, non-nil list when none is left.
+func within(nodes []int, allowed map[int]bool, confined bool) []int {
+	if !confined {
+		return nodes
+	}
+	out := []int{}
+	if nodes == nil {
+		for i := range allowed {
+			out = append(out, i)
+		}
+		sort.Ints(out)
+		return out
+	}
+	for _, i := range nodes {
+		if allowed[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func productOf(j *job) string {

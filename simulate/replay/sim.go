@@ -136,6 +136,9 @@ type job struct {
 	level     string // required topology level's node label ("" none)
 	levelName string
 	preferred string
+	// placement is where the tenant's placement rules confine it (its
+	// directives'); nil when none do.
+	placement *evaluator.Placement
 
 	state      jobState
 	started    float64
@@ -456,6 +459,7 @@ func (s *sim) arrive(ctx context.Context, j *job) error {
 		j.minPods = d.Directives.GangMin
 	}
 	j.level, j.levelName, j.preferred = d.Directives.RequiredLabel, d.Directives.RequiredLevel, d.Directives.PreferredLevel
+	j.placement = d.Directives.Placement
 	s.state.LoadHolds([]*unstructured.Unstructured{j.obj}, s.svc.HoldOf)
 	j.state = stateQueued
 	s.queue = append(s.queue, j)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mandate-dev/mandate/bundles"
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/modelcheck"
 )
 
@@ -34,9 +35,9 @@ func newModelCommand() *cobra.Command {
 }
 
 func newModelCheckCommand() *cobra.Command {
-	var output string
+	var output, clusterFile string
 	cmd := &cobra.Command{
-		Use:   "check DIR|BUNDLE|FILE [-o table|json]",
+		Use:   "check DIR|BUNDLE|FILE [-o table|json] [--cluster SNAPSHOT]",
 		Short: "Check an authority model against its schema and rules",
 		Long: `Check the authority model of a policy directory (e.g. policies/), a bundle
 (.tar.gz) or a model file itself (data.json, or YAML): its structure against
@@ -44,7 +45,9 @@ the JSON Schema shipped in policies/schema/model.schema.json (unknown or
 misspelt keys, types, required fields), then the rules a schema cannot say —
 tenant parents, cycles and depth, guarantees against ceilings and the
 children's sums, priority classes and their inheritance, preemption rules,
-schedulers and queues, topology levels and rules, enforcement actions. Every
+schedulers and queues, topology levels and rules, placement pools and
+rules, enforcement actions; with --cluster, the pools against the cluster's
+nodes (a pool no GPU node is in, a pool guarantee above its GPUs). Every
 problem is listed with its JSON path (tenants.research-vision.parent). The
 same checks refuse a bad model in bundle build --test and at activation.
 See docs/model.md for every field.
@@ -60,6 +63,20 @@ Exit status: 0 when the model passes, 1 when it has problems, 2 on bad input.`,
 				return &exitError{code: exitModelBadArg, err: err}
 			}
 			problems := modelcheck.CheckData(data)
+			if clusterFile != "" && len(problems) == 0 {
+				m, err := modelcheck.ReadValid(data)
+				if err != nil {
+					return &exitError{code: exitModelBadArg, err: err}
+				}
+				state, err := cluster.New(m)
+				if err != nil {
+					return &exitError{code: exitModelBadArg, err: err}
+				}
+				if err := state.LoadFile(clusterFile); err != nil {
+					return &exitError{code: exitModelBadArg, err: err}
+				}
+				problems = modelcheck.CheckPools(m, state.Snapshot())
+			}
 			if err := writeProblems(cmd.OutOrStdout(), output, args[0], problems); err != nil {
 				return err
 			}
@@ -70,6 +87,7 @@ Exit status: 0 when the model passes, 1 when it has problems, 2 on bad input.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&clusterFile, "cluster", "", "cluster snapshot (kubectl get nodes,pods,namespaces -A -o yaml) to check the pools against")
 	return cmd
 }
 

@@ -12,7 +12,7 @@ import data.mandate.model
 import data.mandate.preemption
 import data.mandate.topology
 
-directives := object.union(_topology, {
+directives := object.union(object.union(_topology, _placement), {
 	"scheduler": array.concat([s | some t in lib.chain; s := model.tenants[t].scheduler], ["default"])[0],
 	"queue": object.get(model.tenants[lib.tenant], "queue", lib.tenant),
 	"priorityClass": _priority_class,
@@ -34,6 +34,36 @@ _priority_class := lib.borrowed_class(lib.effective_class) if {
 	not lib.tier.preemptible
 	preemption.preemptible_flag
 } else := lib.effective_class
+
+# The placement directive, only for tenants whose chain has placement
+# rules: the pool and its node selector, the preferred pool, and the
+# isolation level, its node label and the isolation unit.
+_placement := {"placement": object.union(object.union(_confined, _preferred), _isolated)} if {
+	(count(_confined) + count(_preferred)) + count(_isolated) > 0
+} else := {}
+
+_confined := {
+	"pool": topology.pool,
+	"rule": topology.confinement.rule,
+	"nodeSelector": topology.pool_selector(topology.pool),
+} if {
+	topology.pool != ""
+} else := {}
+
+_preferred := {
+	"preferredPool": topology.preferred_pool,
+	"preferredSelector": topology.pool_selector(topology.preferred_pool),
+} if {
+	topology.preferred_pool
+} else := {}
+
+_isolated := {
+	"isolationLevel": topology.isolation.level,
+	"isolationLabel": topology.isolation.label,
+	"isolationUnit": topology.isolation.unit,
+} if {
+	topology.isolation
+} else := {}
 
 # Topology directives only for GPU gangs the rules place.
 _topology := {

@@ -93,6 +93,53 @@ _within_required(p) if {
 	facts.index[p] >= facts.index[required_level]
 }
 
+# The pool the tenant's work is confined to (tenants.<t>.placement): the
+# entry for the workload's class of the nearest tenant of its chain that
+# has one, else the nearest allowed pool; with the rule that says so.
+# Undefined when no tenant of the chain confines it.
+confinement := array.concat(
+	[{"pool": p, "rule": sprintf("tenants.%s.placement.classes.%s", [t, input.workload.class])} |
+		some t in lib.chain
+		p := model.tenants[t].placement.classes[input.workload.class]
+	],
+	[{"pool": p, "rule": sprintf("tenants.%s.placement.allowed", [t])} |
+		some t in lib.chain
+		p := model.tenants[t].placement.allowed
+	],
+)[0]
+
+# The pool the builtin searches; "" for the whole cluster.
+default pool := ""
+
+pool := confinement.pool
+
+# pool_selector(name) is a pool's node selector: node label → the values
+# it may have (Go: model.Model.PoolSelector, whose test keeps the two in
+# step).
+pool_selector(name) := object.union(
+	{l.nodeLabel: sort(p.domains) |
+		p.level
+		some l in model.topology.levels
+		l.name == p.level
+	},
+	{k: [v] | some k, v in object.get(p, "nodeLabels", {})},
+) if p := model.topology.pools[name]
+
+# The pool the tenant's work prefers: the nearest preferred pool.
+preferred_pool := [p | some t in lib.chain; p := model.tenants[t].placement.preferred][0]
+
+# The tenant's isolation: the level and the tenant whose rule it is (its
+# isolation unit: that tenant's subtree shares no domain of the level
+# with other tenants' work).
+isolation := [{"level": l, "unit": t, "label": level(l).label} |
+	some t in lib.chain
+	l := model.tenants[t].placement.isolation
+][0]
+
+_pool_suffix := sprintf(" in pool %s (%s)", [pool, confinement.rule]) if {
+	pool != ""
+} else := ""
+
 # One answer per decision from the placement builtin (the live snapshot, or
 # in Rego tests, the fixture in data.mandate.cluster, which only the test
 # registration of `mandate opa test` reads).
@@ -104,6 +151,7 @@ placement := mandate.placement({
 	"requiredLevel": required_level,
 	"preferredLevel": preferred_or_empty,
 	"gpuShareMilli": object.get(lib.workload, "gpuShareMilli", 0),
+	"pool": pool,
 	"cluster": _cluster,
 }) if lib.gpu_workload
 
@@ -142,19 +190,24 @@ _gang_facts(limit) := {
 	"product": object.get(lib.workload, "gpuProduct", ""),
 	"limit": limit,
 	"needs": lib.gang_size,
+	"pool": pool,
 }
 
 _never_fits := lib.reason("TOPOLOGY_NEVER_FITS", "topology", object.union(_gang_facts(placement.largest.podSlots), {"domain": placement.largest.domain}), sprintf(
-	"%s must sit within one %s, but the largest %s (%s) holds only %d such pods even when empty; ask for at most %d pods or fewer GPUs per pod",
-	[_gang, required_level, required_level, placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots],
+	"%s must sit within one %s, but the largest %s%s (%s) holds only %d such pods even when empty; ask for at most %d pods or fewer GPUs per pod",
+	[_gang, required_level, required_level, _pool_suffix, placement.largest.domain, placement.largest.podSlots, placement.largest.podSlots],
 )) if {
 	placement.largest.podSlots > 0
 } else := lib.reason("TOPOLOGY_NEVER_FITS", "topology", _gang_facts(0), sprintf(
-	"%s can never be placed: no healthy node in this cluster offers %d %s%s per pod",
-	[_gang, lib.workload.gpusPerPod, lib.workload.gpuResource, _product_suffix],
+	"%s can never be placed: no healthy node%s offers %d %s%s per pod",
+	[_gang, _nodes_where, lib.workload.gpusPerPod, lib.workload.gpuResource, _product_suffix],
 )) if {
 	placement.largest.podSlots == 0
 }
+
+_nodes_where := sprintf(" of pool %s (%s)", [pool, confinement.rule]) if {
+	pool != ""
+} else := " in this cluster"
 
 warn contains v if {
 	placement.fitsEmpty
@@ -237,7 +290,7 @@ warn contains v if {
 explain := {
 	"dimension": "topology",
 	"verdict": lib.verdict(deny, warn),
-	"limit": sprintf("one %s; the largest holds %d pods", [required_level, placement.largest.podSlots]),
+	"limit": sprintf("one %s%s; the largest holds %d pods", [required_level, _pool_suffix, placement.largest.podSlots]),
 	"current": _placement_now,
 } if {
 	lib.tenant_known

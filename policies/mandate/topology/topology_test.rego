@@ -249,3 +249,52 @@ test_elastic_maximum_carries_the_largest_domain_and_every_pod if {
 		with data.mandate.cluster as testing.cluster
 	[v.code, v.level, v.domain, v.limit, v.needs] == ["TOPOLOGY_ELASTIC_MAX_NEVER_FITS", "block", "zone-a/s1/b1", 4, 12]
 }
+
+# lab-a is confined to block b1 and isolated at the clique level.
+_pooled_model := object.union(testing.model, {
+	"topology": object.union(testing.model.topology, {"pools": {"b1": {"level": "block", "domains": ["b1"]}}}),
+	"tenants": object.union(testing.model.tenants, {"lab-a": object.union(
+		testing.model.tenants["lab-a"],
+		{"placement": {"allowed": "b1", "isolation": "clique"}},
+	)}),
+})
+
+_pooled_cluster := object.union(testing.cluster, {"pools": {"b1": {"mandate.dev/leaf-block": ["b1"]}}})
+
+test_pool_confines_the_search if {
+	# B200 nodes sit outside b1: lab-a's gang of them could fit only
+	# outside its pool, so it never fits, and the pool is named.
+	inp := _in({"gpuProduct": testing.b200})
+	some v in topology.deny with input as inp with data.mandate.model as _pooled_model
+		with data.mandate.cluster as _pooled_cluster
+	v.code == "TOPOLOGY_NEVER_FITS"
+	v.pool == "b1"
+	v.message == "a gang of 1 pods × 8 nvidia.com/gpu (NVIDIA-B200) can never be placed: no healthy node of pool b1 (tenants.lab-a.placement.allowed) offers 8 nvidia.com/gpu (NVIDIA-B200) per pod"
+
+	# Without the pool the same gang fits.
+	count(topology.deny) == 0 with input as inp with data.mandate.model as testing.model
+		with data.mandate.cluster as _pooled_cluster
+}
+
+test_pool_best_fit_stays_inside if {
+	# Three whole nodes: b2 has them free, but lab-a may only use b1, where
+	# the clique has two: it waits, naming b1's clique.
+	inp := _in(testing.gang(3, 8))
+	p := topology.placement with input as inp with data.mandate.model as _pooled_model
+		with data.mandate.cluster as _pooled_cluster
+	not p.fitsNow
+	p.fitsEmpty
+	p.bestNow.domain == "zone-a/s1/b1/c1"
+}
+
+test_placement_directive if {
+	d := data.mandate.directives.directives with input as _in({}) with data.mandate.model as _pooled_model
+		with data.mandate.cluster as _pooled_cluster
+	d.placement == {
+		"pool": "b1", "rule": "tenants.lab-a.placement.allowed",
+		"nodeSelector": {"mandate.dev/leaf-block": ["b1"]},
+		"isolationLevel": "clique", "isolationLabel": "nvidia.com/gpu.clique", "isolationUnit": "lab-a",
+	}
+	d2 := data.mandate.directives.directives with input as _in({}) with data.mandate.model as testing.model
+	not d2.placement
+}
