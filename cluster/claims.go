@@ -28,9 +28,15 @@ type ClaimStore struct {
 // claimKinds are the kinds a ClaimStore keeps.
 var claimKinds = map[string]bool{"ResourceClaim": true, "ResourceClaimTemplate": true}
 
+// IsClaimObject says whether obj is a DRA ResourceClaim or
+// ResourceClaimTemplate (resource.k8s.io/v1), which a ClaimStore keeps.
+func IsClaimObject(obj *unstructured.Unstructured) bool {
+	return obj.GetAPIVersion() == resourcev1.SchemeGroupVersion.String() && claimKinds[obj.GetKind()]
+}
+
 // add keeps obj when it is a resource.k8s.io/v1 claim or claim template.
 func (c *ClaimStore) add(obj *unstructured.Unstructured) bool {
-	if obj.GetAPIVersion() != resourcev1.SchemeGroupVersion.String() || !claimKinds[obj.GetKind()] {
+	if !IsClaimObject(obj) {
 		return false
 	}
 	c.mu.Lock()
