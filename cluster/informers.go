@@ -17,7 +17,8 @@ import (
 )
 
 // Watch keeps the state current from the Node, Pod, Namespace and DRA
-// ResourceSlice, DeviceClass and ResourceClaim informers of a cache (the
+// ResourceSlice, DeviceClass, ResourceClaimTemplate and ResourceClaim
+// informers of a cache (the
 // manager's): each event updates one object; the DRA ones only when the
 // API server serves resource.k8s.io/v1. The Pod informer may hold Pods or PodFacts
 // (StripTransforms). Call it before the cache starts, or at any time
@@ -74,6 +75,15 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 		}, func(o any) {
 			if c, ok := o.(*resourcev1.DeviceClass); ok {
 				s.DeleteDeviceClass(ctx, c.Name)
+			}
+		}},
+		{&resourcev1.ResourceClaimTemplate{}, func(o any) {
+			if t, ok := o.(*resourcev1.ResourceClaimTemplate); ok {
+				s.UpsertTemplate(t)
+			}
+		}, func(o any) {
+			if t, ok := o.(*resourcev1.ResourceClaimTemplate); ok {
+				s.DeleteTemplate(t.Namespace, t.Name)
 			}
 		}},
 		{&resourcev1.ResourceClaim{}, func(o any) {

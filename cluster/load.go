@@ -80,6 +80,12 @@ func (s *State) Add(obj *unstructured.Unstructured) error {
 				return err
 			}
 			s.UpsertClaim(&c)
+		} else {
+			var t resourcev1.ResourceClaimTemplate
+			if err := fromUnstructured(obj, &t); err != nil {
+				return err
+			}
+			s.UpsertTemplate(&t)
 		}
 		return nil
 	}

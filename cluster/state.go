@@ -54,6 +54,7 @@ type State struct {
 	// usage (UpsertClaim), and the model's DRA mapping they are counted by.
 	claimsMu       sync.Mutex
 	draClaims      map[string]*resourcev1.ResourceClaim
+	draTemplates   map[string]*resourcev1.ResourceClaimTemplate
 	deviceClasses  map[string]string
 	deviceResource topology.DeviceResourceFunc
 	// dev are GPUs as DRA ResourceSlices publish them (devices.go).
