@@ -8,6 +8,7 @@ package inventory
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -25,6 +26,7 @@ var (
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	podGVK       = workload.PodGVK
 	claimGVK     = resourcev1.SchemeGroupVersion.WithKind("ResourceClaim")
+	templateGVK  = resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate")
 	sliceGVK     = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
 	classGVK     = resourcev1.SchemeGroupVersion.WithKind("DeviceClass")
 )
@@ -42,6 +44,9 @@ type Inventory struct {
 	// Claims are the DRA ResourceClaims (resource.k8s.io/v1), whose
 	// devices the pods that reference them hold (ClaimLookup).
 	Claims []*unstructured.Unstructured
+	// Templates are the DRA ResourceClaimTemplates, whose requests a
+	// workload's pods claim (and count until their claims are made).
+	Templates []*unstructured.Unstructured
 	// Devices are the DRA ResourceSlices and DeviceClasses: the GPUs the
 	// slices publish, of the classes the authority model counts, are
 	// nodes' capacity (cluster.State.UpsertSlice).
@@ -97,7 +102,7 @@ func (inv *Inventory) Count(state *cluster.State) error {
 	for _, n := range nodes {
 		state.UpsertNode(n)
 	}
-	for _, obj := range inv.Devices {
+	for _, obj := range slices.Concat(inv.Devices, inv.Templates) {
 		if err := state.Add(obj); err != nil {
 			return fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
@@ -182,6 +187,8 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 	case gvk == claimGVK:
 		inv.Claims = append(inv.Claims, obj)
 		inv.claims = nil
+	case gvk == templateGVK:
+		inv.Templates = append(inv.Templates, obj)
 	case gvk == sliceGVK || gvk == classGVK:
 		inv.Devices = append(inv.Devices, obj)
 	case isGangOwner(gvk):

@@ -33,6 +33,9 @@ type NodeDevices struct {
 	// Tainted are its devices a NoSchedule or NoExecute taint keeps from
 	// new claims, by quota resource.
 	Tainted map[string]int `json:"tainted,omitempty"`
+	// Taints are the NoSchedule and NoExecute taints of its tainted
+	// devices, as key:Effect, sorted, each once.
+	Taints []string `json:"taints,omitempty"`
 	// Product is the GPU product its devices' ProductAttribute names ("" when none
 	// does).
 	Product string `json:"product,omitempty"`
@@ -44,7 +47,7 @@ func (d NodeDevices) Empty() bool {
 }
 
 func (d NodeDevices) equal(o NodeDevices) bool {
-	return d.Product == o.Product && maps.Equal(d.GPUs, o.GPUs) && maps.Equal(d.Tainted, o.Tainted)
+	return d.Product == o.Product && maps.Equal(d.GPUs, o.GPUs) && maps.Equal(d.Tainted, o.Tainted) && slices.Equal(d.Taints, o.Taints)
 }
 
 // DeviceCounter counts ResourceSlice devices by the DeviceClasses the
@@ -136,6 +139,11 @@ func (dc *DeviceCounter) Count(ctx context.Context, nodeSlices []*resourcev1.Res
 			into := &out.GPUs
 			if Tainted(d.Taints) {
 				into = &out.Tainted
+				for _, t := range d.Taints {
+					if t.Effect == resourcev1.DeviceTaintEffectNoSchedule || t.Effect == resourcev1.DeviceTaintEffectNoExecute {
+						out.Taints = append(out.Taints, t.Key+":"+string(t.Effect))
+					}
+				}
 			}
 			if *into == nil {
 				*into = map[string]int{}
@@ -143,6 +151,8 @@ func (dc *DeviceCounter) Count(ctx context.Context, nodeSlices []*resourcev1.Res
 			(*into)[res]++
 		}
 	}
+	slices.Sort(out.Taints)
+	out.Taints = slices.Compact(out.Taints)
 	// A node of one product, as a node label says; with several the most
 	// published (then the first by name) names it.
 	for p, n := range products {

@@ -35,7 +35,7 @@ func TestDeviceCounterCount(t *testing.T) {
 	old := topologytest.GPUSlice("n1", 4, "NVIDIA A100")
 	old.Name, old.Spec.Pool.Generation, s.Spec.Pool.Generation = "old", 1, 2
 	got := dc.Count(context.Background(), []*resourcev1.ResourceSlice{s, old})
-	want := topology.NodeDevices{GPUs: map[string]int{"nvidia.com/gpu": 6}, Tainted: map[string]int{"nvidia.com/gpu": 1}, Product: "NVIDIA-H100-80GB-HBM3"}
+	want := topology.NodeDevices{GPUs: map[string]int{"nvidia.com/gpu": 6}, Tainted: map[string]int{"nvidia.com/gpu": 1}, Taints: []string{"gpu.nvidia.com/xid:NoSchedule"}, Product: "NVIDIA-H100-80GB-HBM3"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Count (-want +got):\n%s", d)
 	}
