@@ -64,23 +64,31 @@ func benchDRAPublished(b *testing.B, counter *topology.DeviceCounter, req topolo
 		{
 			b.ReportAllocs()
 			var took [2]time.Duration
-			var place [2]float64
-			var domains [2]string
+			var snaps [2]*topology.Snapshot
 			for i, dra := range []bool{false, true} {
 				start := time.Now()
-				m := build(dra)
+				snaps[i] = build(dra).Snapshot()
 				took[i] = time.Since(start)
-				snap := m.Snapshot()
-				res := testing.Benchmark(func(b *testing.B) {
-					for range b.N {
+			}
+			// Placements interleaved, the fastest of 5 rounds of each: the
+			// same index either way, so noise is all the difference.
+			var place [2]float64
+			var domains [2]string
+			for range 5 {
+				for i, snap := range snaps {
+					const runs = 2000
+					start := time.Now()
+					for range runs {
 						r, err := snap.Place(req)
 						if err != nil {
 							b.Fatal(err)
 						}
 						domains[i] = r.Domain
 					}
-				})
-				place[i] = float64(res.NsPerOp())
+					if ns := float64(time.Since(start).Nanoseconds()) / runs; place[i] == 0 || ns < place[i] {
+						place[i] = ns
+					}
+				}
 			}
 			if domains[0] != domains[1] {
 				b.Fatalf("allocatable placed in %q, DRA-published in %q", domains[0], domains[1])
