@@ -95,8 +95,9 @@ fuzz: ## Fuzz the workload normaliser, the admission handler, the model checker 
 	$(GO) test ./workload/sbatch/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
-bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego.
+bench: ## Benchmarks on the 100k-GPU reference topology, with ratios against pure Rego; and the same nodes with their GPUs published by DRA ResourceSlices beside allocatable ones.
 	$(GO) test ./evaluator/ -run '^$$' -bench '^BenchmarkReference$$' -benchtime 1x -timeout 30m
+	$(GO) test ./topology/ -run '^$$' -bench '^BenchmarkDRAPublished$$' -benchtime 1x -timeout 30m
 
 .PHONY: bench-simulate
 bench-simulate: ## The simulator's speed, a benchmark: the FGD paper's protocol on the openb trace (1,213 nodes, about 10,800 placements a seed, seeds 42-51) per policy and pod list: seconds a seed, placements a wall second, and the allocation beside the paper's; the openb trace through the full decision path with tenants; a synthetic trace of MANDATE_SIMULATE_JOBS (100,000) workloads on the 12,500-node reference topology: wall seconds, simulated seconds a wall second, peak RSS.

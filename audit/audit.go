@@ -103,7 +103,7 @@ func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, e
 		if state, err = cluster.New(o.Model); err != nil {
 			return nil, err
 		}
-		for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces, inv.Claims) {
+		for _, obj := range slices.Concat(inv.Nodes, inv.Namespaces, inv.Claims, inv.Templates, inv.Devices) {
 			if err := state.Add(obj); err != nil {
 				return nil, err
 			}
@@ -131,7 +131,7 @@ func Audit(ctx context.Context, inv *inventory.Inventory, o Options) (*Report, e
 		user = DefaultUser
 	}
 	req := evaluator.Request{Operation: "CREATE", User: user, Groups: o.Groups, DryRun: true}
-	reviewer := &review.Service{Decider: o.Decider, State: state, Explain: o.Explain}
+	reviewer := &review.Service{Decider: o.Decider, State: state, Claims: state.Claims(), Explain: o.Explain}
 	own := owned{counting: o.Model.Counting(), claims: state.ClaimLookup()}
 	log := ctrl.LoggerFrom(ctx)
 	for _, e := range entries {

@@ -28,9 +28,15 @@ type ClaimStore struct {
 // claimKinds are the kinds a ClaimStore keeps.
 var claimKinds = map[string]bool{"ResourceClaim": true, "ResourceClaimTemplate": true}
 
+// IsClaimObject says whether obj is a DRA ResourceClaim or
+// ResourceClaimTemplate (resource.k8s.io/v1), which a ClaimStore keeps.
+func IsClaimObject(obj *unstructured.Unstructured) bool {
+	return obj.GetAPIVersion() == resourcev1.SchemeGroupVersion.String() && claimKinds[obj.GetKind()]
+}
+
 // add keeps obj when it is a resource.k8s.io/v1 claim or claim template.
 func (c *ClaimStore) add(obj *unstructured.Unstructured) bool {
-	if obj.GetAPIVersion() != resourcev1.SchemeGroupVersion.String() || !claimKinds[obj.GetKind()] {
+	if !IsClaimObject(obj) {
 		return false
 	}
 	c.mu.Lock()
@@ -84,6 +90,28 @@ func (s *State) UpsertClaim(c *resourcev1.ResourceClaim) {
 	s.topo.UpsertClaim(c, s.deviceResource)
 }
 
+// UpsertTemplate counts the GPUs a DRA ResourceClaimTemplate requests for
+// the pods whose claims from it are not made yet (ledger.UpsertTemplate).
+func (s *State) UpsertTemplate(t *resourcev1.ResourceClaimTemplate) {
+	key := t.Namespace + "/" + t.Name
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	s.draTemplates[key] = t
+	s.ledger.UpsertTemplate(t.Namespace, t.Name, topology.RequestedDevices(t.Spec.Spec.Devices.Requests, s.deviceResource).ByResource)
+}
+
+// DeleteTemplate forgets a DRA ResourceClaimTemplate.
+func (s *State) DeleteTemplate(namespace, name string) {
+	s.shape.RLock()
+	defer s.shape.RUnlock()
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	delete(s.draTemplates, namespace+"/"+name)
+	s.ledger.DeleteTemplate(namespace, name)
+}
+
 // DeleteClaim forgets a DRA ResourceClaim: the pods that held it count its
 // devices no more, nor does its node.
 func (s *State) DeleteClaim(namespace, name string) {
@@ -119,10 +147,14 @@ func (s *State) setDeviceClasses(m model.Model) {
 	}
 	if s.draClaims == nil {
 		s.draClaims = map[string]*resourcev1.ResourceClaim{}
+		s.draTemplates = map[string]*resourcev1.ResourceClaimTemplate{}
 	}
 	s.deviceClasses, s.deviceResource = maps.Clone(m.DeviceClasses), m.DeviceResource
 	for _, c := range s.draClaims {
 		s.ledger.UpsertClaim(c.Namespace, c.Name, topology.ClaimGPUs(c, s.deviceResource))
 		s.topo.UpsertClaim(c, s.deviceResource)
+	}
+	for _, t := range s.draTemplates {
+		s.ledger.UpsertTemplate(t.Namespace, t.Name, topology.RequestedDevices(t.Spec.Spec.Devices.Requests, s.deviceResource).ByResource)
 	}
 }

@@ -82,3 +82,51 @@ func TestWatchCountsDRAClaims(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestPendingClaimsCountTheirTemplate: a pod whose claim from a
+// ResourceClaimTemplate is not made yet counts the template's requests,
+// with no reservation to cover it; once its status names the claim, the
+// claim's devices, never both.
+func TestPendingClaimsCountTheirTemplate(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(fixtures.Evaluator(t, "embedded", nil).Model())
+	if err != nil {
+		t.Fatal(err)
+	}
+	informers := &informertest.FakeInformers{}
+	if err := s.Watch(ctx, informers); err != nil {
+		t.Fatalf("Watch() error = %v", err)
+	}
+	nsInf, _ := informers.FakeInformerFor(ctx, &corev1.Namespace{})
+	podInf, _ := informers.FakeInformerFor(ctx, &corev1.Pod{})
+	tplInf, _ := informers.FakeInformerFor(ctx, &resourcev1.ResourceClaimTemplate{})
+	claimInf, _ := informers.FakeInformerFor(ctx, &resourcev1.ResourceClaim{})
+	nsInf.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{workload.LabelTenant: "product"}}})
+	tpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "p", Name: "eight"},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: gpuClaim("p", "", false).Spec}}
+	tplInf.Add(tpl)
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "p", Name: "b"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptrTo("eight")}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	podInf.Add(CompactPod(pending))
+	gpus := func() ledger.Usage { return s.Usage("product")["product"]["nvidia.com/gpu"] }
+	if got, want := gpus(), (ledger.Usage{Total: 8, NonPreemptible: 8}); got != want {
+		t.Fatalf("claim not made: usage = %+v, want the template's %+v", got, want)
+	}
+	made := pending.DeepCopy()
+	made.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpus", ResourceClaimName: ptrTo("b-gpus-x1")}}
+	claimInf.Add(gpuClaim("p", "b-gpus-x1", true))
+	podInf.Update(CompactPod(pending), CompactPod(made))
+	if got, want := gpus(), (ledger.Usage{Total: 8, NonPreemptible: 8}); got != want {
+		t.Errorf("claim made and allocated: usage = %+v, want the claim's %+v", got, want)
+	}
+	tplInf.Delete(tpl)
+	if got, want := gpus(), (ledger.Usage{Total: 8, NonPreemptible: 8}); got != want {
+		t.Errorf("template gone, claim stays: usage = %+v, want %+v", got, want)
+	}
+	podInf.Update(CompactPod(made), CompactPod(pending))
+	if got := gpus(); got != (ledger.Usage{}) {
+		t.Errorf("pending again without its template: usage = %+v, want none", got)
+	}
+}

@@ -17,9 +17,10 @@ import (
 )
 
 // Watch keeps the state current from the Node, Pod, Namespace and DRA
-// ResourceClaim informers of a cache (the manager's): each event updates
-// one object; ResourceClaims only when the API server serves
-// resource.k8s.io/v1. The Pod informer may hold Pods or PodFacts
+// ResourceSlice, DeviceClass, ResourceClaimTemplate and ResourceClaim
+// informers of a cache (the
+// manager's): each event updates one object; the DRA ones only when the
+// API server serves resource.k8s.io/v1. The Pod informer may hold Pods or PodFacts
 // (StripTransforms). Call it before the cache starts, or at any time
 // after; the informers replay what they hold as adds.
 func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
@@ -58,6 +59,33 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 				s.DeleteNamespace(ns.Name)
 			}
 		}},
+		{&resourcev1.ResourceSlice{}, func(o any) {
+			if sl, ok := o.(*resourcev1.ResourceSlice); ok {
+				s.UpsertSlice(ctx, sl)
+			}
+		}, func(o any) {
+			if sl, ok := o.(*resourcev1.ResourceSlice); ok {
+				s.DeleteSlice(ctx, sl.Name)
+			}
+		}},
+		{&resourcev1.DeviceClass{}, func(o any) {
+			if c, ok := o.(*resourcev1.DeviceClass); ok {
+				s.UpsertDeviceClass(ctx, c)
+			}
+		}, func(o any) {
+			if c, ok := o.(*resourcev1.DeviceClass); ok {
+				s.DeleteDeviceClass(ctx, c.Name)
+			}
+		}},
+		{&resourcev1.ResourceClaimTemplate{}, func(o any) {
+			if t, ok := o.(*resourcev1.ResourceClaimTemplate); ok {
+				s.UpsertTemplate(t)
+			}
+		}, func(o any) {
+			if t, ok := o.(*resourcev1.ResourceClaimTemplate); ok {
+				s.DeleteTemplate(t.Namespace, t.Name)
+			}
+		}},
 		{&resourcev1.ResourceClaim{}, func(o any) {
 			if c, ok := o.(*resourcev1.ResourceClaim); ok {
 				s.UpsertClaim(c)
@@ -70,10 +98,10 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
-		if _, optional := w.obj.(*resourcev1.ResourceClaim); optional && meta.IsNoMatchError(err) {
+		if isDRA(w.obj) && meta.IsNoMatchError(err) {
 			// An API server without DRA (resource.k8s.io/v1): no claim
-			// holds devices.
-			log.FromContext(ctx).Info("DRA ResourceClaims not served: pods count only their extended resources")
+			// holds devices, no slice publishes any.
+			log.FromContext(ctx).Info("DRA not served: nodes count only their allocatable GPUs, pods only their extended resources", "kind", fmt.Sprintf("%T", w.obj))
 			continue
 		}
 		if err != nil {
@@ -88,6 +116,16 @@ func (s *State) Watch(ctx context.Context, informers cache.Informers) error {
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// isDRA: obj is of the resource.k8s.io API, which an API server may not
+// serve.
+func isDRA(obj client.Object) bool {
+	switch obj.(type) {
+	case *resourcev1.ResourceClaim, *resourcev1.ResourceClaimTemplate, *resourcev1.ResourceSlice, *resourcev1.DeviceClass:
+		return true
+	}
+	return false
 }
 
 // Synced says whether the state has taken in everything the informers

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -68,9 +69,9 @@ func eachItem(obj *unstructured.Unstructured, fn func(*unstructured.Unstructured
 	})
 }
 
-// Add feeds the state one object: a Node, Pod or Namespace (core v1), or a
-// DRA ResourceClaim or ResourceClaimTemplate (Claims); anything else is
-// skipped.
+// Add feeds the state one object: a Node, Pod or Namespace (core v1), a
+// DRA ResourceClaim or ResourceClaimTemplate (Claims), ResourceSlice or
+// DeviceClass (the GPUs DRA publishes); anything else is skipped.
 func (s *State) Add(obj *unstructured.Unstructured) error {
 	if s.claims.add(obj) {
 		if obj.GetKind() == "ResourceClaim" {
@@ -79,6 +80,29 @@ func (s *State) Add(obj *unstructured.Unstructured) error {
 				return err
 			}
 			s.UpsertClaim(&c)
+		} else {
+			var t resourcev1.ResourceClaimTemplate
+			if err := fromUnstructured(obj, &t); err != nil {
+				return err
+			}
+			s.UpsertTemplate(&t)
+		}
+		return nil
+	}
+	if obj.GetAPIVersion() == resourcev1.SchemeGroupVersion.String() {
+		switch obj.GetKind() {
+		case "ResourceSlice":
+			var sl resourcev1.ResourceSlice
+			if err := fromUnstructured(obj, &sl); err != nil {
+				return err
+			}
+			s.UpsertSlice(context.TODO(), &sl)
+		case "DeviceClass":
+			var c resourcev1.DeviceClass
+			if err := fromUnstructured(obj, &c); err != nil {
+				return err
+			}
+			s.UpsertDeviceClass(context.TODO(), &c)
 		}
 		return nil
 	}

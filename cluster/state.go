@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"reflect"
@@ -53,8 +54,11 @@ type State struct {
 	// usage (UpsertClaim), and the model's DRA mapping they are counted by.
 	claimsMu       sync.Mutex
 	draClaims      map[string]*resourcev1.ResourceClaim
+	draTemplates   map[string]*resourcev1.ResourceClaimTemplate
 	deviceClasses  map[string]string
 	deviceResource topology.DeviceResourceFunc
+	// dev are GPUs as DRA ResourceSlices publish them (devices.go).
+	dev devices
 	// handlers say whether Watch's event handlers have taken in their
 	// informers' first listings (Synced).
 	handlers []func() bool
@@ -84,6 +88,7 @@ func New(m model.Model) (*State, error) {
 		namespaces: map[string]map[string]string{},
 	}
 	s.setDeviceClasses(m)
+	s.setDeviceResources(context.Background(), m)
 	return s, nil
 }
 
@@ -116,6 +121,7 @@ func (s *State) SetModel(m model.Model) error {
 		s.ledgerCfg = cfg
 	}
 	s.setDeviceClasses(m)
+	s.setDeviceResources(context.TODO(), m)
 	return nil
 }
 
@@ -129,7 +135,11 @@ func (s *State) UpsertNode(n *corev1.Node) {
 	s.nodes[n.Name] = n
 	s.topo.UpsertNode(n)
 	s.nodesMu.Unlock()
-	s.ledger.SetNodeProduct(n.Name, n.Labels[topology.DefaultProductLabel])
+	product := n.Labels[topology.DefaultProductLabel]
+	if product == "" {
+		product = s.deviceProduct(n.Name) // the product its DRA devices name
+	}
+	s.ledger.SetNodeProduct(n.Name, product)
 }
 
 // DeleteNode forgets a node.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -29,7 +30,8 @@ import (
 //	     spec: nodeName, priorityClassName, nodeSelector and required node
 //	           affinity (the GPU product), containers' and init containers'
 //	           GPU requests and limits, init containers' restartPolicy
-//	           (sidecars), resourceClaims (the names of the DRA claims held)
+//	           (sidecars), resourceClaims (the names of the DRA claims held,
+//	           the templates of those not made yet)
 //	   status: phase, resourceClaimStatuses (the names of the claims made
 //	           from templates), when a scheduler's preemption marked it
 //	           (the DisruptionTarget condition; the gang-whole controller,
@@ -159,6 +161,10 @@ type PodFacts struct {
 	// Claims are the names of the DRA ResourceClaims the pod holds
 	// (topology.PodClaimNames), whose devices count as its GPUs.
 	Claims []string `json:",omitempty"`
+	// Templates are the ResourceClaimTemplates of its claims not made yet
+	// (topology.PodPendingTemplates), whose requests count as its GPUs
+	// until they are.
+	Templates []string `json:",omitempty"`
 	// PreemptedAt is when a scheduler marked the pod as its preemption's
 	// victim (PreemptedAt); nil when none did.
 	PreemptedAt *metav1.Time `json:",omitempty"`
@@ -180,6 +186,7 @@ func CompactPod(p *corev1.Pod) *PodFacts {
 		Phase:             p.Status.Phase,
 		Product:           workload.PodProduct(&p.Spec),
 		Claims:            topology.PodClaimNames(p),
+		Templates:         topology.PodPendingTemplates(p),
 		PreemptedAt:       PreemptedAt(p),
 	}
 	for res, n := range topology.PodGPURequests(p) {
@@ -224,6 +231,9 @@ func (f *PodFacts) Pod() *corev1.Pod {
 	for _, name := range f.Claims {
 		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimName: &name})
 	}
+	for i, tpl := range f.Templates {
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: fmt.Sprintf("pending-%d", i), ResourceClaimTemplateName: &tpl})
+	}
 	return p
 }
 
@@ -233,6 +243,7 @@ func (f *PodFacts) DeepCopyObject() runtime.Object {
 	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.GPUs = slices.Clone(f.GPUs)
 	out.Claims = slices.Clone(f.Claims)
+	out.Templates = slices.Clone(f.Templates)
 	if f.PreemptedAt != nil {
 		out.PreemptedAt = f.PreemptedAt.DeepCopy()
 	}
@@ -260,6 +271,7 @@ func (f *PodFacts) Counted() topology.CountedPod {
 		Product:       f.Product,
 		GPUs:          gpus,
 		Claims:        f.Claims,
+		Templates:     f.Templates,
 	}
 }
 

@@ -34,14 +34,14 @@ func TestNodesHoldWhatPodsHold(t *testing.T) {
 	}
 	for _, tc := range topologytest.HoldingCases() {
 		t.Run(tc.Name, func(t *testing.T) {
-			nodes, err := nodesOf(holdingInventory(t, tc.CaseObjects()...), m)
+			nodes, err := nodesOf(holdingInventory(t, tc.CaseObjects()...), m, nil)
 			require.NoError(t, err)
 			require.Len(t, nodes, 1)
 			require.Equal(t, tc.WantWhole, nodes[0].used)
 		})
 	}
 	pods, claim := topologytest.SharedClaimPods()
-	nodes, err := nodesOf(holdingInventory(t, pods[0], pods[1], claim), m)
+	nodes, err := nodesOf(holdingInventory(t, pods[0], pods[1], claim), m, nil)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"nvidia.com/gpu": 2}, nodes[0].used)
 }

@@ -8,6 +8,7 @@
 package clusterreport
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -192,7 +193,7 @@ func Build(ctx context.Context, inv *inventory.Inventory, sched *explain.Schedul
 		return rep.Blocked[i].Workload < rep.Blocked[j].Workload
 	})
 	rep.Tenants = tenants(o, used, withReservations, rep.Blocked)
-	nodes, err := nodesOf(inv, o.Model)
+	nodes, err := nodesOf(inv, o.Model, state.NodeDevices())
 	if err != nil {
 		return nil, err
 	}
@@ -338,8 +339,9 @@ type node struct {
 // nodesOf is inv's nodes with the GPUs the pods use on each
 // (topology.PodUsage: a bound pod's own on its node, the devices of a
 // DRA claim on the claim's node, a shared claim once, shared GPUs as the
-// whole devices they occupy of a node).
-func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
+// whole devices they occupy of a node), their capacity what the state
+// counts (topology.NodeCapacity: allocatable and DRA devices, as devices).
+func nodesOf(inv *inventory.Inventory, m model.Model, devices map[string]topology.NodeDevices) ([]node, error) {
 	cfg := m.TopologyConfig()
 	claims, err := inv.ClaimLookup()
 	if err != nil {
@@ -353,7 +355,7 @@ func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
 		return nil, err
 	}
 	for _, n := range views {
-		nodeProduct[n.Name] = topology.ViewNode(cfg, n).Product
+		nodeProduct[n.Name] = cmp.Or(topology.ViewNode(cfg, n).Product, devices[n.Name].Product)
 	}
 	used := map[string]map[string]int{}
 	err = inv.EachPod(func(pod *corev1.Pod) error {
@@ -384,7 +386,9 @@ func nodesOf(inv *inventory.Inventory, m model.Model) ([]node, error) {
 	}
 	out := make([]node, 0, len(views))
 	for _, n := range views {
-		out = append(out, node{name: n.Name, view: topology.ViewNode(cfg, n), alloc: topology.NodeGPUs(n), used: used[n.Name]})
+		view := topology.ViewNode(cfg, n)
+		view.Product = nodeProduct[n.Name]
+		out = append(out, node{name: n.Name, view: view, alloc: topology.NodeCapacity(n, devices[n.Name]), used: used[n.Name]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil

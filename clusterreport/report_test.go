@@ -226,3 +226,29 @@ spec:
 		assert.Zero(t, row(finished, tenant).Reserved, "%s: a finished Job holds nothing", tenant)
 	}
 }
+
+// TestReportDRACluster: the example cluster as DRA publishes its GPUs,
+// with no workload yet, is reported: its capacity per product is the
+// allocatable cluster's, from the ResourceSlices' devices and their
+// productName attribute.
+func TestReportDRACluster(t *testing.T) {
+	inv, err := inventory.ReadCluster("../examples/cluster-dra.yaml")
+	require.NoError(t, err)
+	p, err := evaluator.LoadFS(policies.FS, "embedded")
+	require.NoError(t, err)
+	ev, err := evaluator.New(context.Background(), p, evaluator.Options{})
+	require.NoError(t, err)
+	rep, err := clusterreport.Build(context.Background(), inv, nil, clusterreport.Options{
+		Options: explain.Options{Decider: ev, Model: ev.Model(), Revision: "fixture"},
+	})
+	require.NoError(t, err)
+	capacity := map[string]clusterreport.CapacityRow{}
+	for _, c := range rep.Capacity {
+		capacity[c.Resource+" "+c.Product] = c
+	}
+	assert.Equal(t, clusterreport.CapacityRow{Resource: "nvidia.com/gpu", Product: "NVIDIA-H100-80GB-HBM3", Total: 256, Free: 256},
+		capacity["nvidia.com/gpu NVIDIA-H100-80GB-HBM3"])
+	assert.Equal(t, clusterreport.CapacityRow{Resource: "nvidia.com/gpu", Product: "NVIDIA-B200", Total: 128, Free: 128},
+		capacity["nvidia.com/gpu NVIDIA-B200"])
+	assert.Equal(t, 0, rep.BlockedWorkloads)
+}

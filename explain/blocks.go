@@ -3,6 +3,7 @@ package explain
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/mandate-dev/mandate/cluster"
 	"github.com/mandate-dev/mandate/evaluator"
 	"github.com/mandate-dev/mandate/inventory"
 	"github.com/mandate-dev/mandate/model"
@@ -28,8 +30,10 @@ var ErrBadTarget = errors.New("no such workload")
 type holders struct {
 	byTenant map[string][]holder
 	model    model.Model
-	// unhealthy are the nodes marked unhealthy, by name.
+	// unhealthy are the nodes marked unhealthy, by name; tainted the
+	// nodes some of whose DRA devices are tainted, by name.
 	unhealthy []sick
+	tainted   []taintedNode
 	// pods are the GPU-holding pods, and domains each node's domain keys.
 	pods    []podHold
 	domains map[string][]string
@@ -46,6 +50,14 @@ type sick struct {
 	name    string
 	product string
 	gpus    map[string]int
+}
+
+// taintedNode is a node some of whose DRA devices taints keep from new
+// claims: how many of how many, of which resource, and the taints.
+type taintedNode struct {
+	name    string
+	product string
+	devices topology.NodeDevices
 }
 
 type holder struct {
@@ -115,7 +127,30 @@ func holdersOf(inv *inventory.Inventory, m model.Model) holders {
 		}
 	}
 	sort.Slice(h.unhealthy, func(i, j int) bool { return h.unhealthy[i].name < h.unhealthy[j].name })
+	for name, d := range nodeDevices(inv, m) {
+		if len(d.Tainted) > 0 {
+			h.tainted = append(h.tainted, taintedNode{name: name, product: d.Product, devices: d})
+		}
+	}
+	sort.Slice(h.tainted, func(i, j int) bool { return h.tainted[i].name < h.tainted[j].name })
 	return h
+}
+
+// nodeDevices is what the DRA ResourceSlices of inv publish on each node,
+// counted as the cluster state counts them under m; none when inv holds
+// no slice.
+func nodeDevices(inv *inventory.Inventory, m model.Model) map[string]topology.NodeDevices {
+	if len(inv.Devices) == 0 {
+		return nil
+	}
+	state, err := cluster.New(m)
+	if err != nil {
+		return nil // the decision itself has failed on this model
+	}
+	for _, obj := range inv.Devices {
+		_ = state.Add(obj) // audit has already refused a malformed one
+	}
+	return state.NodeDevices()
 }
 
 // under lists the holders of tenant and every tenant below it, biggest
@@ -288,13 +323,27 @@ func (h holders) repair(v evaluator.Violation) string {
 			gpus[r] += g
 		}
 	}
-	if len(names) == 0 {
-		return ""
+	out := ""
+	if len(names) > 0 {
+		var parts []string
+		for r, g := range gpus {
+			parts = append(parts, fmt.Sprintf("%d %s", g, r))
+		}
+		sort.Strings(parts)
+		out = fmt.Sprintf("; or repair the unhealthy nodes %s (%s out of the fit)", strings.Join(names, ", "), strings.Join(parts, ", "))
 	}
-	var parts []string
-	for r, g := range gpus {
-		parts = append(parts, fmt.Sprintf("%d %s", g, r))
+	var tainted []string
+	for _, n := range h.tainted {
+		if n.product != "" && n.product != v.Product && !anyProduct {
+			continue
+		}
+		for _, r := range slices.Sorted(maps.Keys(n.devices.Tainted)) {
+			bad := n.devices.Tainted[r]
+			tainted = append(tainted, fmt.Sprintf("%d of %d %s on node %s are tainted (%s)", bad, bad+n.devices.GPUs[r], r, n.name, strings.Join(n.devices.Taints, ", ")))
+		}
 	}
-	sort.Strings(parts)
-	return fmt.Sprintf("; or repair the unhealthy nodes %s (%s out of the fit)", strings.Join(names, ", "), strings.Join(parts, ", "))
+	if len(tainted) > 0 {
+		out += "; or clear the DRA device taints: " + strings.Join(tainted, "; ")
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 // Package inventory reads what exists in a cluster, from a snapshot file or
-// a live API server: the Nodes, Namespaces, Pods and DRA ResourceClaims a
-// cluster state is built from, the governed owners decided beside the pods, and a shared
+// a live API server: the Nodes, Namespaces, Pods and DRA ResourceClaims,
+// ResourceSlices and DeviceClasses a cluster state is built from, the governed owners decided beside the pods, and a shared
 // quota ledger's TenantLedgers. mandate audit, explain, report and the
 // authority metrics all stand on it; none of them owns it.
 package inventory
@@ -8,6 +8,7 @@ package inventory
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -25,6 +26,9 @@ var (
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	podGVK       = workload.PodGVK
 	claimGVK     = resourcev1.SchemeGroupVersion.WithKind("ResourceClaim")
+	templateGVK  = resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate")
+	sliceGVK     = resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
+	classGVK     = resourcev1.SchemeGroupVersion.WithKind("DeviceClass")
 )
 
 // Inventory is what exists in a cluster: the Nodes, Namespaces and Pods the
@@ -40,6 +44,13 @@ type Inventory struct {
 	// Claims are the DRA ResourceClaims (resource.k8s.io/v1), whose
 	// devices the pods that reference them hold (ClaimLookup).
 	Claims []*unstructured.Unstructured
+	// Templates are the DRA ResourceClaimTemplates, whose requests a
+	// workload's pods claim (and count until their claims are made).
+	Templates []*unstructured.Unstructured
+	// Devices are the DRA ResourceSlices and DeviceClasses: the GPUs the
+	// slices publish, of the classes the authority model counts, are
+	// nodes' capacity (cluster.State.UpsertSlice).
+	Devices []*unstructured.Unstructured
 	// Ledgers are the TenantLedger objects of a shared quota ledger: the
 	// reservations admitted workloads hold before their pods are seen.
 	Ledgers []*unstructured.Unstructured
@@ -80,8 +91,8 @@ func (inv *Inventory) TypedNodes() ([]*corev1.Node, error) {
 	return nodes, nil
 }
 
-// Count feeds state the inventory's nodes (TypedNodes), namespaces and
-// pods: each of Pods typed, each of Facts as the informers count it
+// Count feeds state the inventory's nodes (TypedNodes), DRA devices,
+// namespaces and pods: each of Pods typed, each of Facts as the informers count it
 // (cluster.State.UpsertFacts), never built back into a Pod.
 func (inv *Inventory) Count(state *cluster.State) error {
 	nodes, err := inv.TypedNodes()
@@ -90,6 +101,11 @@ func (inv *Inventory) Count(state *cluster.State) error {
 	}
 	for _, n := range nodes {
 		state.UpsertNode(n)
+	}
+	for _, obj := range slices.Concat(inv.Devices, inv.Templates) {
+		if err := state.Add(obj); err != nil {
+			return fmt.Errorf("unable to count %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
 	for _, obj := range inv.Namespaces {
 		if err := state.Add(obj); err != nil {
@@ -171,6 +187,10 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 	case gvk == claimGVK:
 		inv.Claims = append(inv.Claims, obj)
 		inv.claims = nil
+	case gvk == templateGVK:
+		inv.Templates = append(inv.Templates, obj)
+	case gvk == sliceGVK || gvk == classGVK:
+		inv.Devices = append(inv.Devices, obj)
 	case isGangOwner(gvk):
 		inv.Owners = append(inv.Owners, obj)
 	case gvk == cluster.TenantLedgerGVK:
@@ -179,11 +199,25 @@ func (inv *Inventory) Add(obj *unstructured.Unstructured) error {
 	return nil
 }
 
-// ReadSnapshot reads a snapshot file: what `kubectl get
-// nodes,namespaces,pods,resourceclaims,jobs,pytorchjobs,vcjobs -A -o yaml` prints (a List
-// or multi-document YAML or JSON), the format `mandate eval --cluster`
-// reads too (it ignores the owners).
+// ReadSnapshot reads a snapshot file to audit (ReadCluster) and refuses
+// one that holds no workload.
 func ReadSnapshot(path string) (*Inventory, error) {
+	inv, err := ReadCluster(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(inv.Pods)+len(inv.Owners) == 0 {
+		return nil, fmt.Errorf("cluster snapshot %s holds no Pod, Job, PyTorchJob or Volcano Job to audit", path)
+	}
+	return inv, nil
+}
+
+// ReadCluster reads a snapshot file: what `kubectl get
+// nodes,namespaces,pods,resourceclaims,resourceslices,deviceclasses,jobs,pytorchjobs,vcjobs -A -o yaml`
+// prints (a List or multi-document YAML or JSON), the format `mandate
+// eval --cluster` reads too (it ignores the owners). A cluster with nodes
+// and no workload yet is one: its capacity is reported.
+func ReadCluster(path string) (*Inventory, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read cluster snapshot: %w", err)
@@ -193,8 +227,8 @@ func ReadSnapshot(path string) (*Inventory, error) {
 	if err := cluster.EachObject(f, inv.Add); err != nil {
 		return nil, fmt.Errorf("cluster snapshot %s: %w", path, err)
 	}
-	if len(inv.Pods)+len(inv.Owners) == 0 {
-		return nil, fmt.Errorf("cluster snapshot %s holds no Pod, Job, PyTorchJob or Volcano Job to audit", path)
+	if len(inv.Pods)+len(inv.Owners)+len(inv.Nodes) == 0 {
+		return nil, fmt.Errorf("cluster snapshot %s holds no Node, Pod, Job, PyTorchJob or Volcano Job", path)
 	}
 	return inv, nil
 }

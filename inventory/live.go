@@ -95,7 +95,7 @@ func strippedNode(n *corev1.Node) (*unstructured.Unstructured, error) {
 func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, error) {
 	log := ctrl.LoggerFrom(ctx)
 	kinds := append([]schema.GroupVersionKind{nodeGVK, namespaceGVK, podGVK}, workload.GangOwners()...)
-	kinds = append(kinds, claimGVK, cluster.TenantLedgerGVK)
+	kinds = append(kinds, claimGVK, templateGVK, sliceGVK, classGVK, cluster.TenantLedgerGVK)
 	for _, gvk := range kinds {
 		var n int
 		var err error
@@ -124,9 +124,14 @@ func list(ctx context.Context, c client.Reader, inv *Inventory) (*Inventory, err
 			n, err = listAll(ctx, c, gvk, inv)
 		}
 		if err != nil {
-			if gvk == claimGVK && apierrors.IsForbidden(err) {
+			if (gvk == claimGVK || gvk == templateGVK) && apierrors.IsForbidden(err) {
 				// Without them, pods count their extended resources only.
 				inv.Notes = append(inv.Notes, fmt.Sprintf("%s skipped: not allowed to list them (the devices of DRA claims not counted): %v", gvk.Kind, err))
+				continue
+			}
+			if (gvk == sliceGVK || gvk == classGVK) && apierrors.IsForbidden(err) {
+				// Without them, nodes count their allocatable GPUs only.
+				inv.Notes = append(inv.Notes, fmt.Sprintf("%s skipped: not allowed to list them (the GPUs DRA publishes not counted): %v", gvk.Kind, err))
 				continue
 			}
 			if gvk == cluster.TenantLedgerGVK && apierrors.IsForbidden(err) {

@@ -1,5 +1,7 @@
 package ledger
 
+import "slices"
+
 // DRA claims: a pod whose GPUs come from ResourceClaims counts the devices
 // of the claims it holds, for as long as it holds them, as it counts its
 // extended resources.
@@ -13,6 +15,35 @@ package ledger
 // claim once for the whole workload, review.resolveClaims), never twice.
 // The first by name keeps the choice deterministic whatever order the
 // informers deliver the pods in, and on every replica.
+
+// A pod holds its claims' demand before the claims exist: until the
+// resource claim controller has made the claim of a pod's
+// ResourceClaimTemplate (and named it in the pod's status), the pod
+// counts the template's requests, whatever the reservation window, so
+// that pods whose claims are late never leave their GPUs uncounted.
+
+// UpsertTemplate records the GPUs a DRA ResourceClaimTemplate requests,
+// by quota resource (topology.RequestedDevices), and recounts the pods
+// that count it. nil or empty gpus count nothing.
+func (l *Ledger) UpsertTemplate(namespace, name string, gpus map[string]int) {
+	key := namespace + "/" + name
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(gpus) == 0 {
+		delete(l.draTemplates, key)
+	} else {
+		l.draTemplates[key] = gpus
+	}
+	for k, in := range l.holding {
+		if slices.Contains(in.templates, key) {
+			l.count(k, in)
+		}
+	}
+}
+
+// DeleteTemplate forgets a DRA ResourceClaimTemplate: pods whose claims
+// from it are not made yet count nothing for them.
+func (l *Ledger) DeleteTemplate(namespace, name string) { l.UpsertTemplate(namespace, name, nil) }
 
 // UpsertClaim records the GPUs a DRA ResourceClaim holds, by quota
 // resource (topology.ClaimGPUs: its allocated devices, or what it requests
@@ -58,7 +89,7 @@ func (l *Ledger) setPod(key string, in *podInput) {
 		}
 		delete(l.holding, key)
 	}
-	if in != nil && len(in.claims) > 0 {
+	if in != nil && len(in.claims)+len(in.templates) > 0 {
 		l.holding[key] = in
 		for _, c := range in.claims {
 			if l.holders[c] == nil {
@@ -114,9 +145,18 @@ func (l *Ledger) claimCounter(claim string) string {
 }
 
 // claimDemand is the devices of the claims in holds that the pod of key
-// counts. Callers hold the lock.
+// counts, and the requests of the templates of its claims not made yet.
+// Callers hold the lock.
 func (l *Ledger) claimDemand(key string, in *podInput) map[string]int {
 	var out map[string]int
+	for _, t := range in.templates {
+		for res, n := range l.draTemplates[t] {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[res] += n
+		}
+	}
 	for _, c := range in.claims {
 		gpus := l.draClaims[c]
 		if len(gpus) == 0 || l.claimCounter(c) != key {

@@ -105,6 +105,10 @@ type Ledger struct {
 	draClaims map[string]map[string]int
 	holders   map[string]map[string]*podInput
 	holding   map[string]*podInput
+	// draTemplates are the DRA ResourceClaimTemplates' GPUs by template
+	// key (namespace/name), what a pod counts for each of its claims not
+	// made yet: see UpsertTemplate.
+	draTemplates map[string]map[string]int
 	// nodeProduct is each node's GPU product, onNode the counted pods
 	// bound to a node that ask for no product (SetNodeProduct).
 	nodeProduct map[string]string
@@ -142,6 +146,7 @@ func New(cfg Config) *Ledger {
 		holding:      map[string]*podInput{},
 		grants:       map[string]*grantEntry{},
 		spent:        map[string]map[string]Usage{},
+		draTemplates: map[string]map[string]int{},
 		now:          time.Now,
 
 		nodeProduct: map[string]string{},
@@ -267,8 +272,11 @@ type podInput struct {
 	// reservation its mandate.dev/reservation annotation.
 	keys        []string
 	reservation string
-	// claims are the keys (namespace/name) of the DRA claims it holds.
-	claims []string
+	// claims are the keys (namespace/name) of the DRA claims it holds;
+	// templates those of the ResourceClaimTemplates of its claims not
+	// made yet (topology.PodPendingTemplates), once per claim.
+	claims    []string
+	templates []string
 }
 
 func inputOf(pod *topology.CountedPod, mem topology.GPUMemory) *podInput {
@@ -283,6 +291,9 @@ func inputOf(pod *topology.CountedPod, mem topology.GPUMemory) *podInput {
 	}
 	for _, name := range pod.Claims {
 		in.claims = append(in.claims, pod.Namespace+"/"+name)
+	}
+	for _, name := range pod.Templates {
+		in.templates = append(in.templates, pod.Namespace+"/"+name)
 	}
 	return in
 }

@@ -26,8 +26,11 @@ type CountedPod struct {
 	Product string
 	// GPUs are the pod's extended-resource GPUs (PodGPURequests).
 	GPUs map[string]int
-	// Claims are the names of the DRA claims it holds (PodClaimNames).
-	Claims []string
+	// Claims are the names of the DRA claims it holds (PodClaimNames);
+	// Templates the ResourceClaimTemplates of its claims not made yet
+	// (PodPendingTemplates).
+	Claims    []string
+	Templates []string
 }
 
 // CountedOf is what the model and the ledger count of pod, with product
@@ -43,6 +46,7 @@ func CountedOf(pod *corev1.Pod, product string) CountedPod {
 		Product:       product,
 		GPUs:          podGPURequests(pod),
 		Claims:        PodClaimNames(pod),
+		Templates:     PodPendingTemplates(pod),
 	}
 }
 

@@ -134,3 +134,24 @@ func PodClaimNames(pod *corev1.Pod) []string {
 	slices.Sort(out)
 	return out
 }
+
+// PodPendingTemplates are the ResourceClaimTemplates of the pod's claims
+// that the resource claim controller has not made yet (no generated name
+// in status.resourceClaimStatuses), one per such claim, in spec order:
+// until the claims exist, the pod counts their templates' requests.
+func PodPendingTemplates(pod *corev1.Pod) []string {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	made := map[string]bool{}
+	for _, s := range pod.Status.ResourceClaimStatuses {
+		made[s.Name] = true // made, or (no name) none needed
+	}
+	var out []string
+	for _, c := range pod.Spec.ResourceClaims {
+		if c.ResourceClaimName == nil && c.ResourceClaimTemplateName != nil && !made[c.Name] {
+			out = append(out, *c.ResourceClaimTemplateName)
+		}
+	}
+	return out
+}

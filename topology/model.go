@@ -24,6 +24,11 @@ type Model struct {
 	// nodes holds every known node, and placeholders for node names that
 	// bound pods refer to before (or after) the node itself is known.
 	nodes map[string]*nodeState
+	// base is each known node's info as its Node object says it, devices
+	// what its DRA ResourceSlices publish (SetNodeDevices): a node's info
+	// is the two merged (withDevices).
+	base    map[string]*nodeInfo
+	devices map[string]NodeDevices
 	// pods holds the pods that currently take GPUs on a node, by
 	// namespace/name, and the allocated DRA claims, by claimPodKey. Other
 	// pods are not kept.
@@ -82,6 +87,8 @@ func NewModel(cfg Config) (*Model, error) {
 		levels:   cfg.Levels,
 		levelIdx: make(map[string]int, len(cfg.Levels)),
 		nodes:    make(map[string]*nodeState),
+		base:     make(map[string]*nodeInfo),
+		devices:  make(map[string]NodeDevices),
 		pods:     make(map[string]podState),
 
 		claims:    make(map[string]*modelClaim),
@@ -108,7 +115,28 @@ func (m *Model) UpsertNode(node *corev1.Node) {
 	info := m.rules.nodeInfo(node)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.setNode(node.Name, info, nil)
+	m.base[node.Name] = info
+	m.setNode(node.Name, info.withDevices(m.devices[node.Name]), nil)
+}
+
+// SetNodeDevices records what the DRA ResourceSlices of a node publish
+// (empty: none): its untainted devices add to its capacity, and their
+// product names it when its labels do not. A node not known yet takes
+// them when it comes.
+func (m *Model) SetNodeDevices(name string, d NodeDevices) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d.equal(m.devices[name]) {
+		return
+	}
+	if d.Empty() {
+		delete(m.devices, name)
+	} else {
+		m.devices[name] = d
+	}
+	if base := m.base[name]; base != nil {
+		m.setNode(name, base.withDevices(d), nil)
+	}
 }
 
 // DeleteNode removes a node. Pods still bound to it stay known and count
@@ -116,6 +144,7 @@ func (m *Model) UpsertNode(node *corev1.Node) {
 func (m *Model) DeleteNode(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.base, name)
 	m.setNode(name, nil, nil)
 }
 
@@ -343,6 +372,7 @@ func (m *Model) Reconfigure(cfg Config, nodes []*corev1.Node) (*Model, error) {
 	m.mu.Lock()
 	pods := maps.Clone(m.pods)
 	next.claims, next.podClaims = maps.Clone(m.claims), maps.Clone(m.podClaims)
+	next.devices = maps.Clone(m.devices)
 	for c, h := range m.holders {
 		next.holders[c] = maps.Clone(h)
 	}

@@ -40,6 +40,21 @@ func (a *nodeInfo) equal(b *nodeInfo) bool {
 		slices.Equal(a.keys, b.keys) && maps.Equal(a.alloc, b.alloc) && slices.Equal(a.pools, b.pools)
 }
 
+// withDevices is a's info with what the node's DRA ResourceSlices publish:
+// their untainted devices add to its capacity, their product names it
+// when its label does not. a is not changed.
+func (a *nodeInfo) withDevices(d NodeDevices) *nodeInfo {
+	if d.Empty() {
+		return a
+	}
+	out := *a
+	out.alloc = addDevices(a.alloc, d)
+	if out.product == "" {
+		out.product = d.Product
+	}
+	return &out
+}
+
 // rules decides which nodes count and where they sit; built once from a
 // validated, defaulted Config.
 type rules struct {

@@ -593,6 +593,7 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured) {
 		{"scheduling.volcano.sh", "podgroups", "create"}, {"scheduling.volcano.sh", "podgroups", "update"},
 		{"", "pods/finalizers", "update"}, {"batch", "jobs/finalizers", "update"}, {"kubeflow.org", "pytorchjobs/finalizers", "update"},
 		{"resource.k8s.io", "resourceclaimtemplates", "watch"}, {"resource.k8s.io", "resourceclaims", "watch"},
+		{"resource.k8s.io", "resourceslices", "watch"}, {"resource.k8s.io", "deviceclasses", "watch"},
 	} {
 		assert.True(t, has(need[0], need[1], need[2]), "the ClusterRole allows %s on %s.%s", need[2], need[1], need[0])
 	}

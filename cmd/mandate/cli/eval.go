@@ -44,6 +44,11 @@ type evalOptions struct {
 	// sbatchJob turns a Slurm batch script into its Kubernetes Job; nil
 	// reads every file as manifests.
 	sbatchJob func(file string, data []byte) (*unstructured.Unstructured, error)
+	// keepClaim keeps a DRA ResourceClaim or ResourceClaimTemplate of the
+	// manifests for the workloads that reference it, as `kubectl apply -f`
+	// of the same files would create it; false for other objects; nil
+	// keeps none.
+	keepClaim func(*unstructured.Unstructured) (bool, error)
 }
 
 func newEvalCommand() *cobra.Command {
@@ -120,6 +125,12 @@ func runEval(ctx context.Context, out, errOut io.Writer, o evalOptions) (int, er
 	o.sbatchJob = func(file string, data []byte) (*unstructured.Unstructured, error) {
 		return sbatchJob(file, data, ev.Model(), stateNamespaces(state), o.namespace)
 	}
+	o.keepClaim = func(obj *unstructured.Unstructured) (bool, error) {
+		if !cluster.IsClaimObject(obj) {
+			return false, nil
+		}
+		return true, state.Add(obj)
+	}
 	items, skipped, err := decideManifests(ctx, &review.Service{Decider: ev, State: state, Claims: state.Claims(), Explain: true}, o)
 	if err != nil {
 		return 0, err
@@ -166,22 +177,40 @@ func decideManifests(ctx context.Context, r *review.Service, o evalOptions) ([]e
 		items   []evalview.Item
 		skipped []string
 	)
-	for _, file := range files {
+	byFile := make([][]*unstructured.Unstructured, len(files))
+	for i, file := range files {
 		data, err := readManifest(file)
 		if err != nil {
 			return nil, nil, err
 		}
-		var objs []*unstructured.Unstructured
 		if o.sbatchJob != nil && sbatch.IsScript(data) {
 			job, err := o.sbatchJob(file, data)
 			if err != nil {
 				return nil, nil, err
 			}
-			objs = append(objs, job)
-		} else if objs, err = workload.Decode(data); err != nil {
+			byFile[i] = append(byFile[i], job)
+		} else if byFile[i], err = workload.Decode(data); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
-		for _, obj := range objs {
+		// The DRA claims and claim templates of the files exist before
+		// any pod of their workloads does, wherever they stand in them.
+		for _, obj := range byFile[i] {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(o.namespace)
+			}
+			if o.keepClaim == nil {
+				continue
+			}
+			if _, err := o.keepClaim(obj); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
+			}
+		}
+	}
+	for i, file := range files {
+		for _, obj := range byFile[i] {
+			if cluster.IsClaimObject(obj) {
+				continue // kept for the workloads that reference it
+			}
 			if _, governed := workload.Lookup(obj.GroupVersionKind()); !governed {
 				skipped = append(skipped, fmt.Sprintf("%s: %s %s: skipped: not a governed kind",
 					filepath.Base(file), obj.GetAPIVersion()+" "+obj.GetKind(), obj.GetName()))

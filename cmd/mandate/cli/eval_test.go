@@ -61,7 +61,7 @@ func TestEvalExamples(t *testing.T) {
 		"notebook-alice": "admitted", "embed-canary": "admitted", "vit-sweep-lr": "admitted",
 		"llama-finetune": "warned", "rerank-distill": "warned",
 		"detr-urgent": "denied:priority", "ci-gpu-matrix": "denied:quota",
-		"pretrain-13b": "denied:topology", "quick-test": "denied:tenancy",
+		"pretrain-13b": "denied:topology", "quick-test": "denied:tenancy", "dra-pretrain": "admitted",
 	}, outcomes)
 }
 

@@ -98,7 +98,7 @@ func runExplain(ctx context.Context, out io.Writer, arg string, o explainOptions
 		if ns == "" {
 			ns = "default"
 		}
-		if inv, err = inventory.ReadSnapshot(o.snapshot); err != nil {
+		if inv, err = inventory.ReadCluster(o.snapshot); err != nil {
 			return 0, err
 		}
 		f, err := os.Open(o.snapshot)

@@ -107,7 +107,7 @@ func runReport(ctx context.Context, out io.Writer, o auditOptions) (int, error) 
 // listed live ("" all).
 func readCluster(ctx context.Context, o auditOptions, namespace string) (*inventory.Inventory, *explain.SchedulerState, error) {
 	if o.snapshot != "" {
-		inv, err := inventory.ReadSnapshot(o.snapshot)
+		inv, err := inventory.ReadCluster(o.snapshot)
 		if err != nil {
 			return nil, nil, err
 		}

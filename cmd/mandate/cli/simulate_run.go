@@ -114,7 +114,7 @@ func runSimulateRun(ctx context.Context, out io.Writer, o simulateRunOptions) (i
 		var inv *inventory.Inventory
 		var err error
 		if o.cluster != "" {
-			inv, err = inventory.ReadSnapshot(o.cluster)
+			inv, err = inventory.ReadCluster(o.cluster)
 		} else {
 			inv, err = inventory.ListKubeconfig(ctx, o.kubeconfig, o.kubeContext)
 		}
