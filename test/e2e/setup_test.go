@@ -45,6 +45,9 @@ type suite struct {
 	// spreads the API server's calls over them (nil with one replica).
 	replicas []*app.Server
 	proxy    *l4proxy.RoundRobin
+	// backends are the replicas' webhook addresses, in replicas' order
+	// (nil with one replica).
+	backends []string
 	// shared: the replicas keep their reservations in the shared ledger.
 	shared bool
 }
@@ -219,6 +222,7 @@ func startWith(t *testing.T, so startOptions) *suite {
 		envtest.WaitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return probe(healthAddr, "/readyz") == http.StatusOK })
 	}
 	if proxy != nil {
+		s.backends = backends
 		proxy.Serve(backends)
 	}
 	return s
