@@ -28,6 +28,22 @@ var (
 	})
 )
 
+// grantSpends counts what the escrowed grants did (quota.shared with
+// grants): admissions spent from this replica's grant with no write, or
+// committed to the pool (the TenantLedger write), reclaims asked of the
+// other replicas, and this replica's grants given back to a reclaim.
+var grantSpends = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mandate_quota_grant_decisions_total",
+	Help: "Reserving admissions of the shared ledger by path: grant (spent from this replica's escrowed grant, no write), pool (committed to the TenantLedger), reclaim (asked the other replicas to give back their unspent grant first); given_back counts this replica's answers to the others' reclaims.",
+}, []string{"path"})
+
+const (
+	spendGrant     = "grant"
+	spendPool      = "pool"
+	spendReclaim   = "reclaim"
+	spendGivenBack = "given_back"
+)
+
 // redecisions counts the decisions made again because a concurrent
 // reservation flipped a quota limit the decision relied on
 // (State.DecideExcluding), by where the next one is made.
@@ -48,7 +64,10 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(syncedGauge, ledgerCommits, ledgerBatch, ledgerCommitDuration, redecisions)
+	metrics.Registry.MustRegister(syncedGauge, ledgerCommits, ledgerBatch, ledgerCommitDuration, redecisions, grantSpends)
+	for _, p := range []string{spendGrant, spendPool, spendReclaim, spendGivenBack} {
+		grantSpends.WithLabelValues(p)
+	}
 	for _, w := range []string{redecideOutside, redecideLocked} {
 		redecisions.WithLabelValues(w)
 	}

@@ -59,6 +59,9 @@ var ErrLedgerUnavailable = errors.New("the shared quota ledger is unavailable")
 type shared struct {
 	client client.Client
 	trees  sync.Map // root tenant → *sharedTree
+	// grants, when set, lets this replica admit from escrowed grants
+	// (ShareGrants).
+	grants *grants
 }
 
 // sharedTree is one tree's mirror and commit state, guarded by mu. mu is
@@ -75,6 +78,13 @@ type sharedTree struct {
 	// commit is in flight.
 	open    *batch
 	writing bool
+	// reclaims are the reclaim requests the object holds (holder → when
+	// asked), answered the latest one of another holder this replica
+	// answered, and quiet until when it takes no more grant in the tree
+	// after answering one (grants.go).
+	reclaims map[string]time.Time
+	answered time.Time
+	quiet    time.Time
 }
 
 // batch is decisions committed by one write. done closes when it is
@@ -145,11 +155,34 @@ func (s *State) transactShared(ctx context.Context, root string, st stage) error
 // it decides inside the stage, as one step with the commit.
 func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, decide func(View) (Reservation, error)) error {
 	root := s.ledger.RootOf(tenant)
+	g := s.shared.grants
+	reclaimed := false
 	for attempt := 1; attempt <= optimisticAttempts; attempt++ {
 		v := s.view(tenant, key, ownerUID)
 		r, err := decide(v)
 		if err != nil {
 			return err
+		}
+		if g != nil && r.ReliedKnown && len(r.Relied) > 0 {
+			g.remember(tenant, r.Relied)
+			if !reclaimed && s.reclaimWorth(tenant, key, ownerUID, r) {
+				// Only other replicas' unspent grants stand between this
+				// workload and a better decision: ask for them back, then
+				// decide again on what they left.
+				reclaimed = true
+				if err := s.reclaim(ctx, root, tenant); err != nil {
+					return err
+				}
+				attempt--
+				continue
+			}
+			if s.spendGrant(tenant, key, ownerUID, v, r) {
+				grantSpends.WithLabelValues(spendGrant).Inc()
+				if s.grantRunningLow(tenant) {
+					g.askRefill(root, tenant)
+				}
+				return nil
+			}
 		}
 		flipped := false
 		err = s.transactShared(ctx, root, func() (bool, error) {
@@ -166,6 +199,10 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 			return s.stageReservation(tenant, key, r, had), nil
 		})
 		if err != nil || !flipped {
+			if err == nil && g != nil && len(r.GPUs) > 0 {
+				grantSpends.WithLabelValues(spendPool).Inc()
+				g.askRefill(root, tenant)
+			}
 			return err
 		}
 		if attempt < optimisticAttempts {
@@ -176,7 +213,7 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 	return s.transactShared(ctx, root, func() (bool, error) {
 		before, had := s.ledger.Reservation(key)
 		s.ledger.Release(key)
-		r, err := decide(View{Usage: s.usage(tenant, ownerUID), Cluster: s.Snapshot()})
+		r, err := decide(View{Usage: s.ledger.UsageWithout(tenant, "", ownerUID), Cluster: s.Snapshot()})
 		if err != nil || r.keeps() {
 			if had {
 				s.ledger.Put(key, before)
@@ -187,10 +224,33 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 	})
 }
 
+// grantRunningLow says whether less than half of this replica's grant of
+// tenant is left unspent on some key: time to top it up, before it runs
+// dry.
+func (s *State) grantRunningLow(tenant string) bool {
+	g, spent, ok := s.ledger.OwnGrant(tenant)
+	if !ok {
+		return true
+	}
+	for k, n := range g.GPUs {
+		if 2*spent[k].Total > n.Total {
+			return true
+		}
+	}
+	return false
+}
+
 // stageReservation puts r under key on the mirror, whose earlier
 // reservation (had: there was one) was released: whether there is anything
 // to commit.
 func (s *State) stageReservation(tenant, key string, r Reservation, had bool) bool {
+	if g := s.shared.grants; g != nil && len(r.GPUs) > 0 {
+		if _, _, own := s.ledger.OwnGrant(tenant); own {
+			// The decision counted this replica's unspent grant of the
+			// tenant as free (usageWithout): the write gives it back.
+			s.ledger.SetOwnGrant(tenant, nil, s.ledger.Now().Add(g.opts.Lease).Truncate(time.Second))
+		}
+	}
 	if len(r.GPUs) > 0 {
 		s.ledger.Put(key, ledger.Reservation{Tenant: tenant, GPUs: maps.Clone(r.GPUs), Preemptible: r.Preemptible,
 			Expires: s.ledger.Now().Add(s.confirmationWindow()).Truncate(time.Second), Generation: r.Generation})
@@ -236,15 +296,18 @@ func (s *State) commit(ctx context.Context, root string, t *sharedTree) {
 		t.open = nil
 		// The mirror holds this batch's decisions and none made after.
 		rs := s.ledger.TreeReservations(root)
+		gs := s.ledger.TreeGrants(root)
+		reclaims := maps.Clone(t.reclaims)
 		t.mu.Unlock()
 		began := time.Now()
-		err := s.shared.write(ctx, root, t, rs)
+		err := s.shared.write(ctx, root, t, rs, gs, reclaims)
 		ledgerCommitDuration.Observe(time.Since(began).Seconds())
 		ledgerBatch.Observe(float64(b.decisions))
 		t.mu.Lock()
 		switch {
 		case err == nil:
 			ledgerCommits.WithLabelValues(commitCommitted).Inc()
+			s.ledger.CommittedGrants(root, gs)
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			// Another replica committed first: this batch, and the
 			// decisions made on top of it since, are decided again on
@@ -285,8 +348,8 @@ func (s *State) commit(ctx context.Context, root string, t *sharedTree) {
 	t.writing = false
 }
 
-// LoadReservations counts the unexpired reservations and gang claims a
-// TenantLedger object holds (a snapshot's or a live list's), as a replica
+// LoadReservations counts the unexpired reservations, gang claims and
+// grants a TenantLedger object holds (a snapshot's or a live list's), as a replica
 // sharing them would: for reports, not for deciding.
 func (s *State) LoadReservations(obj *unstructured.Unstructured) error {
 	rs, err := reservationsOf(obj)
@@ -304,6 +367,18 @@ func (s *State) LoadReservations(obj *unstructured.Unstructured) error {
 	for root, tree := range trees {
 		s.ledger.SetTreeReservations(root, tree)
 	}
+	gs, _, err := grantsOf(obj)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", TenantLedgerGVK.Kind, obj.GetName(), err)
+	}
+	byRoot := map[string][]ledger.Grant{}
+	for _, g := range gs {
+		root := s.ledger.RootOf(g.Tenant)
+		byRoot[root] = append(byRoot[root], g)
+	}
+	for root, tree := range byRoot {
+		s.ledger.SetTreeGrants(root, tree)
+	}
 	return nil
 }
 
@@ -315,16 +390,30 @@ func (sh *shared) read(ctx context.Context, root string, t *sharedTree, l *ledge
 	switch {
 	case apierrors.IsNotFound(err):
 		l.SetTreeReservations(root, nil)
+		l.SetTreeGrants(root, nil)
+		t.reclaims = nil
 		t.fresh, t.exists, t.rv = true, false, ""
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: unable to read %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
 	}
+	return t.load(root, obj, l)
+}
+
+// load makes the mirror the object obj (the tree's TenantLedger as read or
+// watched). Callers hold t.mu and no commit is in flight.
+func (t *sharedTree) load(root string, obj *unstructured.Unstructured, l *ledger.Ledger) error {
 	rs, err := reservationsOf(obj)
 	if err != nil {
 		return fmt.Errorf("%w: %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
 	}
+	gs, reclaims, err := grantsOf(obj)
+	if err != nil {
+		return fmt.Errorf("%w: %s %s: %v", ErrLedgerUnavailable, TenantLedgerGVK.Kind, ledgerName(root), err)
+	}
 	l.SetTreeReservations(root, rs)
+	l.SetTreeGrants(root, gs)
+	t.reclaims = reclaims
 	t.fresh, t.exists, t.rv = true, true, obj.GetResourceVersion()
 	return nil
 }
@@ -333,15 +422,19 @@ func (sh *shared) read(ctx context.Context, root string, t *sharedTree, l *ledge
 // mirror's resourceVersion (or, when there was none, still absent). It
 // runs without t.mu: only the commit loop, one per tree, writes t.exists
 // and t.rv meanwhile, and readers wait for it (t.writing).
-func (sh *shared) write(ctx context.Context, root string, t *sharedTree, rs map[string]ledger.Reservation) error {
+func (sh *shared) write(ctx context.Context, root string, t *sharedTree, rs map[string]ledger.Reservation, gs []ledger.Grant,
+	reclaims map[string]time.Time) error {
 	spec, err := specOf(rs)
 	if err != nil {
+		return err
+	}
+	if err := putGrants(spec, gs, reclaims); err != nil {
 		return err
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	obj.SetGroupVersionKind(TenantLedgerGVK)
 	obj.SetName(ledgerName(root))
-	obj.SetLabels(map[string]string{"mandate.dev/tenant-tree": labelValue(root)})
+	obj.SetLabels(map[string]string{treeLabel: labelValue(root)})
 	if t.exists {
 		obj.SetResourceVersion(t.rv)
 		err = sh.client.Update(ctx, obj)

@@ -245,7 +245,31 @@ type Quota struct {
 	// replica commits to (compare-and-swap) and reads, instead of in each
 	// replica's memory; it needs the TenantLedger CRD.
 	Shared bool `json:"shared" yaml:"shared" mapstructure:"shared"`
+	// Grants configures the escrowed grants of the shared ledger.
+	Grants Grants `json:"grants" yaml:"grants" mapstructure:"grants"`
 }
+
+// Grants configures the escrowed grants of the shared ledger
+// (quota.shared): each replica admits from its own share of a tenant's
+// headroom, recorded in the TenantLedger, without a write per admission.
+type Grants struct {
+	// Disabled commits every reserving admission to the TenantLedger.
+	Disabled bool `json:"disabled" yaml:"disabled" mapstructure:"disabled"`
+	// Lease is how long a grant is spendable after its last write.
+	Lease time.Duration `json:"lease" yaml:"lease" mapstructure:"lease"`
+	// StoreBound is how long past its lease a grant still counts for the
+	// other replicas: the API server's request timeout.
+	StoreBound time.Duration `json:"storeBound" yaml:"storeBound" mapstructure:"storeBound"`
+	// Holder names this replica in the grants ("": $POD_NAME, else the
+	// host name and a random suffix).
+	Holder string `json:"holder" yaml:"holder" mapstructure:"holder"`
+}
+
+// Defaults of quota.grants (cluster.GrantOptions).
+const (
+	DefaultGrantLease      = 15 * time.Second
+	DefaultGrantStoreBound = time.Minute
+)
 
 // KubeClient is serve's client of the API server (its informers, reads
 // of namespaces and gang owners the caches have not seen, the gang

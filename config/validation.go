@@ -101,6 +101,15 @@ func (s Serve) Validate() error {
 		errs = append(errs, fieldErr("evaluation.enforcementOverride", "%q is not an override (\"\", %q or %q)",
 			s.Evaluation.EnforcementOverride, EnforcementDryRun, EnforcementWarn))
 	}
+	if l := s.Quota.Grants.Lease; l < 3*time.Second || l > 10*time.Minute {
+		errs = append(errs, fieldErr("quota.grants.lease", "%s is out of range (3s-10m)", l))
+	}
+	if b := s.Quota.Grants.StoreBound; b < time.Second || b > 10*time.Minute {
+		errs = append(errs, fieldErr("quota.grants.storeBound", "%s is out of range (1s-10m)", b))
+	}
+	if strings.ContainsAny(s.Quota.Grants.Holder, " \t\n") {
+		errs = append(errs, fieldErr("quota.grants.holder", "%q has a space", s.Quota.Grants.Holder))
+	}
 	if w := s.Quota.ConfirmationWindow; w < MinConfirmationWindow || w > MaxConfirmationWindow {
 		errs = append(errs, fieldErr("quota.confirmationWindow", "%s is out of range (%s-%s)", w, MinConfirmationWindow, MaxConfirmationWindow))
 	}

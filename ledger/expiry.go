@@ -7,11 +7,12 @@ import (
 
 // What an expiry deadline is of: a reservation (Ledger.reserved), a
 // settled reservation still shared (Ledger.settling), or a gang pod's claim
-// (Ledger.claims).
+// (Ledger.claims), or another holder's grant (Ledger.grants).
 const (
 	expiresReservation uint8 = iota
 	expiresSettling
 	expiresClaim
+	expiresGrant
 )
 
 // expiry is one deadline: at it, the entry key (of owner, for a claim) is
@@ -61,7 +62,7 @@ func (l *Ledger) expire() {
 			}
 		case expiresSettling:
 			if st, ok := l.settling[e.key]; ok && now.Sub(st.at) > SettleTime {
-				delete(l.settling, e.key)
+				l.dropSettling(e.key)
 			}
 		case expiresClaim:
 			pending := l.claims[e.owner]
@@ -71,6 +72,8 @@ func (l *Ledger) expire() {
 			if pending != nil && len(pending) == 0 {
 				delete(l.claims, e.owner)
 			}
+		case expiresGrant:
+			l.expireGrant(e.key, now)
 		}
 	}
 }

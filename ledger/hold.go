@@ -123,7 +123,9 @@ func (l *Ledger) settle(key string) {
 	if !ok {
 		return
 	}
+	l.dropSettling(key)
 	l.settling[key] = settled{r: r.Reservation, at: l.now()}
+	l.spend(r.Reservation, +1)
 	l.due(l.settling[key].at.Add(SettleTime), expiresSettling, key, "")
 	l.release(key)
 }
@@ -228,7 +230,8 @@ func (l *Ledger) VerifiedStored(u Unstored) {
 
 // ReleaseUnstored drops the reservation or claim u (as Unverified lists
 // it) when it is still the one listed: the API server never stored its
-// object. It says whether there was one to drop.
+// object. It says whether what a shared ledger stores changed: there was
+// one to drop, not an escrowed reservation (its grant stays stored).
 func (l *Ledger) ReleaseUnstored(u Unstored) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -236,7 +239,7 @@ func (l *Ledger) ReleaseUnstored(u Unstored) bool {
 	switch {
 	case r != nil:
 		l.release(u.Key)
-		return true
+		return !r.Escrowed
 	case pending != nil:
 		delete(pending, name)
 		for owner, p := range l.claims {

@@ -111,6 +111,15 @@ type Ledger struct {
 	onNode      map[string]map[string]struct{}
 	trees       sync.Map // root tenant → *sync.Mutex, see LockTree
 	now         func() time.Time
+	// holder names this replica as a grant holder ("" for none), and
+	// storeBound is how long past its Expires another holder's grant
+	// still counts (SetHolder). grants are every holder's grants of the
+	// trees read (grantKey → entry), spent what this replica's escrowed
+	// reservations (reserved and settling) spend of its own, by tenant.
+	holder     string
+	storeBound time.Duration
+	grants     map[string]*grantEntry
+	spent      map[string]map[string]Usage
 }
 
 // New returns an empty ledger.
@@ -131,6 +140,8 @@ func New(cfg Config) *Ledger {
 		draClaims:    map[string]map[string]int{},
 		holders:      map[string]map[string]*podInput{},
 		holding:      map[string]*podInput{},
+		grants:       map[string]*grantEntry{},
+		spent:        map[string]map[string]Usage{},
 		now:          time.Now,
 
 		nodeProduct: map[string]string{},
@@ -164,6 +175,9 @@ func (l *Ledger) SetConfig(cfg Config) {
 	}
 	for _, h := range l.held {
 		l.applyReservation(&h.res, h.res.applied, +1)
+	}
+	for _, g := range l.grants {
+		l.applyGrant(g.Tenant, g.applied, +1)
 	}
 }
 

@@ -86,6 +86,18 @@ func (l *Ledger) usageWithout(tenant, key, ownerUID string) map[string]map[strin
 		// The workload's own hold: its whole new demand is decided.
 		l.subtract(out, h.res.Tenant, podEntry{gpus: topology.CountsOf(h.res.applied), explicit: explicitOf(h.res.Preemptible)})
 	}
+	if g, ok := l.grants[grantKey(l.holder, tenant)]; ok && l.holder != "" && g.Holder == l.holder {
+		// This replica's unspent grant of the tenant is its headroom.
+		for t, depth := tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
+			byRes := out[t]
+			for k, n := range g.applied {
+				u := byRes[k]
+				u.Total -= n.Total
+				u.NonPreemptible -= n.NonPreemptible
+				byRes[k] = u
+			}
+		}
+	}
 	if ownerUID != "" {
 		for _, e := range l.pods {
 			if e.owner == ownerUID {

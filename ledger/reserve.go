@@ -48,6 +48,11 @@ type Reservation struct {
 	// of an admitted workload (an UPDATE raising its demand). A stored
 	// version at least as new settles it (UpsertHold).
 	Generation int64 `json:"generation,omitempty"`
+	// Escrowed says this replica's grant of the tenant covers it
+	// (SpendGrant): it is never stored on its own, and what it spends
+	// goes back to the grant when it is released or, settled, stops
+	// being shared.
+	Escrowed bool `json:"-"`
 }
 
 // WorkloadKey names a workload for reservations: group/Kind/namespace/name.
@@ -145,8 +150,9 @@ func (l *Ledger) storedPod(key string) bool {
 // add records a reservation and counts what pods have not consumed of it.
 // Callers hold the lock and released key before.
 func (l *Ledger) add(key string, r Reservation) {
-	delete(l.settling, key)
+	l.dropSettling(key)
 	l.reserved[key] = &reservation{Reservation: r, made: l.now()}
+	l.spend(r, +1)
 	l.due(r.Expires, expiresReservation, key, "")
 	l.refresh(key)
 }
@@ -188,6 +194,7 @@ func (l *Ledger) Release(key string) {
 func (l *Ledger) release(key string) {
 	if r, ok := l.reserved[key]; ok {
 		l.applyReservation(r, r.applied, -1)
+		l.spend(r.Reservation, -1)
 		delete(l.reserved, key)
 		if _, ok := l.held[key]; ok {
 			l.refresh(key) // the hold counts again
@@ -377,12 +384,12 @@ func (l *Ledger) TreeReservations(root string) map[string]Reservation {
 	l.expire()
 	out := map[string]Reservation{}
 	for key, r := range l.reserved {
-		if l.rootOf(r.Tenant) == root {
+		if !r.Escrowed && l.rootOf(r.Tenant) == root {
 			out[key] = r.Reservation
 		}
 	}
 	for key, st := range l.settling {
-		if _, ok := out[key]; !ok && l.rootOf(st.r.Tenant) == root {
+		if _, ok := out[key]; !ok && !st.r.Escrowed && l.rootOf(st.r.Tenant) == root {
 			out[key] = st.r
 		}
 	}
@@ -399,13 +406,15 @@ func (l *Ledger) SetTreeReservations(root string, rs map[string]Reservation) {
 	defer l.mu.Unlock()
 	l.setTreeClaims(root, rs)
 	for key, r := range l.reserved {
-		if _, keep := rs[key]; !keep && l.rootOf(r.Tenant) == root {
+		if _, keep := rs[key]; !keep && !r.Escrowed && l.rootOf(r.Tenant) == root {
 			l.release(key)
 		}
 	}
 	now := l.now()
 	for key, r := range rs {
-		if old, ok := l.reserved[key]; ok && sameReservation(old.Reservation, r) {
+		if old, ok := l.reserved[key]; ok && (old.Escrowed || sameReservation(old.Reservation, r)) {
+			// An escrowed reservation is this replica's own, newer than
+			// any stored under its key.
 			continue
 		}
 		l.release(key)

@@ -111,6 +111,9 @@ type cell struct {
 	firstError  string
 	firstWrong  string
 	errorCounts map[string]int
+	// ledger is what the replicas of a system with the shared ledger did
+	// during the cell (their metrics' difference), nil for the others.
+	ledger *ledgerCounts
 }
 
 func (c *cell) rate() float64 {

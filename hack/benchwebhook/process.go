@@ -16,11 +16,13 @@ import (
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	// readyURL answers 200 once the server is ready.
-	readyURL string
-	out      *tailBuffer
-	exited   chan struct{}
-	waitErr  error
+	// readyURL answers 200 once the server is ready; metricsURL serves
+	// its Prometheus metrics ("" for a peer's).
+	readyURL   string
+	metricsURL string
+	out        *tailBuffer
+	exited     chan struct{}
+	waitErr    error
 }
 
 // startProcess runs bin with args; its output is kept only as a tail (the

@@ -217,3 +217,49 @@ func kinds(m map[string]int) string {
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
 }
+
+// printWrites writes, per system with the shared ledger and concurrency,
+// the TenantLedger writes per admission that reserved GPUs (median over
+// rounds) and how those admissions were committed.
+func printWrites(w io.Writer, cells []*cell) {
+	type key struct {
+		system string
+		conc   int
+	}
+	var order []key
+	per := map[key][]*cell{}
+	for _, cl := range cells {
+		if cl.ledger == nil {
+			continue
+		}
+		k := key{cl.system, cl.concurrency}
+		if per[k] == nil {
+			order = append(order, k)
+		}
+		per[k] = append(per[k], cl)
+	}
+	if len(order) == 0 {
+		return
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].system != order[j].system {
+			return order[i].system < order[j].system
+		}
+		return order[i].conc < order[j].conc
+	})
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "TenantLedger writes per admitted GPU review (median over rounds; the admissions' paths summed):")
+	for _, k := range order {
+		var ratios []float64
+		var sum ledgerCounts
+		for _, cl := range per[k] {
+			ratios = append(ratios, cl.ledger.writesPerReserving())
+			sum.writes += cl.ledger.writes
+			sum.grant += cl.ledger.grant
+			sum.pool += cl.ledger.pool
+			sum.reclaim += cl.ledger.reclaim
+		}
+		fmt.Fprintf(w, "  %-14s c=%-3d %.3f writes per GPU review (%.0f writes; %.0f from grants, %.0f to the pool, %.0f reclaims)\n",
+			k.system, k.conc, median(ratios), sum.writes, sum.grant, sum.pool, sum.reclaim)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -237,9 +238,24 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 				if err := s.alive(); err != nil {
 					return err
 				}
+				sharedSystem := s.target.name == sysChart || s.target.name == sysThree
+				var before ledgerCounts
+				if sharedSystem {
+					if before, err = scrapeLedger(ctx, http.DefaultClient, s.procs); err != nil {
+						return err
+					}
+				}
 				cl, err := measure(ctx, s.target, examples, conc, c.seconds)
 				if err != nil {
 					return fmt.Errorf("%s at c=%d: %w", s.target.name, conc, err)
+				}
+				if sharedSystem {
+					after, err := scrapeLedger(ctx, http.DefaultClient, s.procs)
+					if err != nil {
+						return err
+					}
+					d := after.minus(before)
+					cl.ledger = &d
 				}
 				cl.round = round
 				cells = append(cells, cl)
@@ -267,6 +283,7 @@ func run(ctx context.Context, c config, out io.Writer) (err error) {
 	for _, l := range ratios(sums, c.concurrency) {
 		fmt.Fprintln(out, l)
 	}
+	printWrites(out, cells)
 	if shared && c.ledgerDrain > 0 {
 		logf("reading the shared ledger for %s with no load", c.ledgerDrain)
 		from := time.Now()

@@ -70,6 +70,7 @@ func startMandate(name, bin, kubeconfig, policiesDir string, s serving, extra ..
 		return nil, "", err
 	}
 	p.readyURL = "http://" + health + "/readyz"
+	p.metricsURL = "http://" + metrics + "/metrics"
 	return p, "https://" + addr + "/mutate", nil
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,11 +154,16 @@ func ledgerReplicas(tb testing.TB, env *envtest.Env, n int, shared bool) []*revi
 			if err := cluster.CheckSharedLedger(env.Client.RESTMapper()); err != nil {
 				tb.Fatal(err)
 			}
-			c, err := client.New(env.Config, client.Options{Mapper: env.Client.RESTMapper()})
+			c, err := client.NewWithWatch(env.Config, client.Options{Mapper: env.Client.RESTMapper()})
 			if err != nil {
 				tb.Fatal(err)
 			}
 			st.ShareReservations(c)
+			// Each replica keeps its escrowed grants, as serve does.
+			st.ShareGrants(cluster.GrantOptions{Holder: fmt.Sprintf("replica-%d-%s", len(out), rand.String(4))})
+			ctx, cancel := context.WithCancel(context.Background())
+			tb.Cleanup(cancel)
+			go func() { _ = st.RunGrants(ctx, c) }()
 		}
 		out = append(out, &review.Service{Decider: ev, State: st})
 	}

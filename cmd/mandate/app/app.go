@@ -69,6 +69,9 @@ type Server struct {
 	Activator *bundles.Activator
 	// Shadow holds the shadow revision; nil without bundle.shadow.source.
 	Shadow *bundles.Activator
+	// grantsClient watches and writes the TenantLedgers for this
+	// replica's quota grants; nil without them.
+	grantsClient client.WithWatch
 
 	cacheSynced atomic.Bool
 	// loadedAt is when the policy without a bundle source was loaded.
@@ -148,11 +151,19 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		// admissions; the API server's priority and fairness still apply.
 		lc := rest.CopyConfig(rc)
 		lc.QPS, lc.Burst = ledgerQPS, 2*ledgerQPS
-		cl, err := client.New(lc, client.Options{Scheme: scheme, Mapper: s.Manager.GetRESTMapper()})
+		cl, err := client.NewWithWatch(lc, client.Options{Scheme: scheme, Mapper: s.Manager.GetRESTMapper()})
 		if err != nil {
 			return nil, fmt.Errorf("unable to create the shared ledger's client: %w", err)
 		}
 		s.State.ShareReservations(cl)
+		if !c.Quota.Grants.Disabled {
+			holder := c.Quota.Grants.Holder
+			if holder == "" {
+				holder = cluster.HolderName()
+			}
+			s.State.ShareGrants(cluster.GrantOptions{Holder: holder, Lease: c.Quota.Grants.Lease, StoreBound: c.Quota.Grants.StoreBound})
+			s.grantsClient = cl
+		}
 	}
 	// Queues and topologies the directives name are checked against
 	// informers (only of the kinds served), never read per admission.
@@ -184,6 +195,10 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 		// Every replica: each releases the creates it sees refused.
 		return s.State.ReleaseUnstored(ctx, s.Manager.GetAPIReader(), cluster.StoredGrace)
 	})}
+	if s.grantsClient != nil {
+		// Every replica keeps its own quota grants.
+		runnables = append(runnables, manager.RunnableFunc(func(ctx context.Context) error { return s.State.RunGrants(ctx, s.grantsClient) }))
+	}
 	for _, src := range []bundles.Source{bundleSrc, shadowSrc} {
 		if src != nil {
 			runnables = append(runnables, manager.RunnableFunc(src.Run))
