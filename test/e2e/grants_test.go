@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,8 @@ const racingCreates = 1000
 const racingWorkers = 16
 
 // TestGrantsRacingCreatesSpendExactlyTheGuarantee: 1,000 one-GPU build
-// pods created at once through two API servers and three replicas sharing
-// the quota ledger leave exactly the binding guarantee non-preemptible, no
+// pods created at once through three API servers, each calling its own of
+// three replicas sharing the quota ledger, leave exactly the binding guarantee non-preemptible, no
 // more and no less, and every other pod decided as the model says:
 // preemptible (quotaPolicy.overGuarantee: preemptible, the default) or
 // denied (deny). The guarantee binds at the pods' own tenant, or at their
@@ -81,7 +82,7 @@ func TestGrantsRacingCreatesSpendExactlyTheGuarantee(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			policies := fixtures.PolicyDir(t, tc.edit)
-			s := startWith(t, startOptions{replicas: 3, shared: true, apiServers: 2, config: func(c *config.Serve) {
+			s := startWith(t, startOptions{replicas: 3, shared: true, apiServers: 3, config: func(c *config.Serve) {
 				c.Policies = policies
 				// Longer than the burst: every reservation is stored
 				// and seen before the window could release it.
@@ -100,6 +101,9 @@ func TestGrantsRacingCreatesSpendExactlyTheGuarantee(t *testing.T) {
 				racingCreates, s.proxy.Served(), out.elapsed.Round(time.Millisecond), float64(racingCreates)/out.elapsed.Seconds(),
 				out.nonPreemptible, out.preemptible, out.denied, growth(grantSpends(t), spends), growth(ledgerCommits(t), commits))
 
+			if served := s.proxy.Served(); slices.Contains(served, 0) {
+				t.Errorf("connections per replica %v: a replica decided none of the racing creates", served)
+			}
 			if got := sum(out.nonPreemptible); got != tc.guarantee {
 				t.Errorf("%d of %d racing creates were admitted non-preemptible, want exactly the guarantee of %d", got, racingCreates, tc.guarantee)
 			}
