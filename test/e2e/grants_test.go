@@ -31,13 +31,14 @@ const racingWorkers = 16
 
 // TestGrantsRacingCreatesSpendExactlyTheGuarantee: 1,000 one-GPU build
 // pods created at once through three API servers, each calling its own of
-// three replicas sharing the quota ledger, leave exactly the binding guarantee non-preemptible, no
-// more and no less, and every other pod decided as the model says:
-// preemptible (quotaPolicy.overGuarantee: preemptible, the default) or
-// denied (deny). The guarantee binds at the pods' own tenant, or at their
-// parent when they come from two tenants whose guarantees add up to more
-// than their parent's (a grant counts at every ancestor). Grants are on,
-// as they are by default; the ledger without grants is held to the same.
+// three replicas sharing the quota ledger, leave exactly the binding
+// guarantee non-preemptible, no more and no less, and every other pod
+// decided as the model says: preemptible (quotaPolicy.overGuarantee:
+// preemptible, the default) or denied (deny). The guarantee binds at the
+// pods' own tenant, or at their parent when they come from two tenants
+// with no GPU quota of their own (a grant counts at every ancestor).
+// Grants are on, as they are by default; the ledger without grants is
+// held to the same.
 func TestGrantsRacingCreatesSpendExactlyTheGuarantee(t *testing.T) {
 	for _, tc := range []struct {
 		name string
