@@ -136,34 +136,54 @@ func (s *State) spendGrant(tenant, key, ownerUID string, v View, r Reservation) 
 			return false // shares of GPUs: the pool decides them
 		}
 	}
-	covered := make(map[string]int, len(r.Relied))
+	// Cover is needed where the decision relied on being within a limit:
+	// a ceiling not busy (against the total), a guarantee not exceeded by
+	// non-preemptible work. Past a ceiling the workload only waits in the
+	// queue (a warning), so a busy ceiling needs none.
+	total := make(map[string]int, len(r.Relied))
+	var nonPreemptible map[string]int
 	for _, lim := range r.Relied {
-		if lim.Busy || (lim.OverGuarantee && !r.Preemptible) {
-			return false
+		need := max(lim.Demand, r.GPUs[lim.Key])
+		if !lim.Busy {
+			total[lim.Key] = max(total[lim.Key], need)
 		}
-		covered[lim.Key] = max(covered[lim.Key], lim.Demand, r.GPUs[lim.Key])
+		if !r.Preemptible {
+			if lim.OverGuarantee {
+				return false // over a guarantee yet non-preemptible: the pool decides
+			}
+			if nonPreemptible == nil {
+				nonPreemptible = map[string]int{}
+			}
+			nonPreemptible[lim.Key] = max(nonPreemptible[lim.Key], need)
+		}
 	}
-	return s.ledger.SpendGrant(key, tenant, ownerUID, r.GPUs, r.Preemptible, r.Generation, s.confirmationWindow(), covered,
+	return s.ledger.SpendGrant(key, tenant, ownerUID, r.GPUs, r.Preemptible, r.Generation, s.confirmationWindow(), total, nonPreemptible,
 		func(now map[string]map[string]ledger.Usage) bool { return r.stands(v.Usage, now) })
 }
 
 // reclaimWorth says whether other holders' grants are what made r less
-// than it would be: a limit r found busy or over its guarantee would not
-// be with every other holder's grant given back.
+// than it would be: work that asked for its guarantee found a guarantee
+// exceeded (and was made borrowed, or denied) that would not be with
+// every other holder's grant given back. A busy ceiling only warns: no
+// reclaim for it.
 func (s *State) reclaimWorth(tenant, key, ownerUID string, r Reservation) bool {
-	if !r.ReliedKnown {
+	if !r.ReliedKnown || !r.WantsGuarantee {
 		return false
 	}
-	near := false
+	over := false
 	for _, lim := range r.Relied {
-		near = near || lim.Busy || lim.OverGuarantee
+		over = over || lim.OverGuarantee
 	}
-	if !near || !s.ledger.OthersGrant(tenant) {
+	if !over || !s.ledger.OthersGrant(tenant) {
 		return false
 	}
-	without := s.ledger.UsageWithoutOthersGrants(tenant, key, ownerUID)
+	t := s.shared.tree(s.ledger.RootOf(tenant))
+	t.mu.Lock()
+	since := t.reclaims[s.shared.grants.opts.Holder]
+	t.mu.Unlock()
+	without := s.ledger.UsageWithoutOthersGrants(tenant, key, ownerUID, since)
 	for _, lim := range r.Relied {
-		if (lim.Busy || lim.OverGuarantee) && !lim.Holds(without) {
+		if lim.OverGuarantee && without[lim.Tenant][lim.Key].NonPreemptible+lim.Demand <= lim.Guaranteed {
 			return true
 		}
 	}
@@ -317,6 +337,9 @@ func (s *State) stageGrant(root, tenant string, renewing bool) bool {
 	}
 	if had && maps.Equal(next, own.GPUs) && own.Expires.Sub(now) > g.opts.Lease/2 {
 		return false // nothing to write
+	}
+	if !had && !slices.ContainsFunc(slices.Collect(maps.Values(next)), func(u ledger.Usage) bool { return u.Total > 0 }) {
+		return false // no free quota to grant
 	}
 	s.ledger.SetOwnGrant(tenant, next, expires)
 	return true

@@ -226,11 +226,12 @@ func (s *State) decideShared(ctx context.Context, tenant, key, ownerUID string, 
 
 // grantRunningLow says whether less than half of this replica's grant of
 // tenant is left unspent on some key: time to top it up, before it runs
-// dry.
+// dry. Without a grant (a spend that needed none) there is nothing to top
+// up: a commit to the pool asks for one.
 func (s *State) grantRunningLow(tenant string) bool {
 	g, spent, ok := s.ledger.OwnGrant(tenant)
 	if !ok {
-		return true
+		return false
 	}
 	for k, n := range g.GPUs {
 		if 2*spent[k].Total > n.Total {

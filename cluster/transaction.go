@@ -31,6 +31,11 @@ type Reservation struct {
 	// Generation is the generation of the stored object the decision was
 	// made for (ledger.Reservation.Generation): 0 for a create.
 	Generation int64
+	// WantsGuarantee says the work asked to run within its tenant's
+	// guarantee (admitted non-preemptible, at a borrowed class, or denied
+	// over a guarantee): only then can other replicas' grants have made
+	// the decision worse (a reclaim).
+	WantsGuarantee bool
 }
 
 // keeps says whether committing r leaves the reservation already under

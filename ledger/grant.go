@@ -454,10 +454,11 @@ func (l *Ledger) isUnder(tenant string, chain map[string]bool) bool {
 }
 
 // UsageWithoutOthersGrants is UsageWithout(tenant, key, ownerUID) as it
-// would be if every other holder gave back its whole grant: what a
-// decision would see after a reclaim (more than it could ever see if the
-// others spent some of it).
-func (l *Ledger) UsageWithoutOthersGrants(tenant, key, ownerUID string) map[string]map[string]Usage {
+// would be if every other holder gave back its whole grant, except those
+// that answered a reclaim made at since or later (cut to what they spent,
+// they have nothing to give back): the most a decision could see after a
+// reclaim. A zero since counts none as answered.
+func (l *Ledger) UsageWithoutOthersGrants(tenant, key, ownerUID string, since time.Time) map[string]map[string]Usage {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := l.usageWithout(tenant, key, ownerUID)
@@ -465,6 +466,9 @@ func (l *Ledger) UsageWithoutOthersGrants(tenant, key, ownerUID string) map[stri
 	for gk, e := range l.grants {
 		if gk == own || e.Holder == l.holder {
 			continue // this replica's own: not the others'
+		}
+		if !since.IsZero() && !e.Answered.Before(since) {
+			continue // answered: what is left is spent
 		}
 		for t, depth := e.Tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
 			byRes, ok := out[t]
@@ -484,44 +488,47 @@ func (l *Ledger) UsageWithoutOthersGrants(tenant, key, ownerUID string) map[stri
 
 // SpendGrant is ReserveIf for a decision this replica's grant of tenant
 // covers: when ok holds for the usage now and the grant's unspent part
-// covers what covered asks of each of its keys (as non-preemptible work unless
-// preemptible), key's earlier reservation is released and gpus reserved
-// under key as an escrowed reservation: counted here like any other, never
-// stored on its own (the grant, stored, covers it for the others). false,
-// and nothing changed, when the grant does not cover it, is about to run
-// out, or ok does not hold.
+// covers what total asks of each of its keys (GPUs counted against
+// ceilings) and nonPreemptible of each of its (against guarantees), key's
+// earlier reservation is released and gpus reserved under key as an
+// escrowed reservation: counted here like any other, never stored on its
+// own (the grant, stored, covers it for the others). false, and nothing
+// changed, when the grant does not cover it, is about to run out, or ok
+// does not hold. A decision that needs no cover (preemptible work past
+// every ceiling, which only warns) needs no grant either.
 func (l *Ledger) SpendGrant(key, tenant, ownerUID string, gpus map[string]int, preemptible bool, generation int64, ttl time.Duration,
-	covered map[string]int, ok func(usage map[string]map[string]Usage) bool) bool {
+	total, nonPreemptible map[string]int, ok func(usage map[string]map[string]Usage) bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.holder == "" || tenant == "" || len(gpus) == 0 {
 		return false
 	}
-	e, has := l.grants[grantKey(l.holder, tenant)]
-	if !has {
-		return false
-	}
-	gpusLeft, expires := e.spendable()
 	now := l.now()
-	if !now.Before(expires.Add(-grantMargin)) {
-		return false
-	}
-	spent := l.spent[tenant] // the decision's view left the rest out (usageWithout)
-	if old, had := l.reserved[key]; had && old.Escrowed && old.Tenant == tenant {
-		// Deciding the same workload again: its earlier spend is given
-		// back to the grant first.
-		spent = maps.Clone(spent)
-		subtractSpend(spent, old.Reservation)
-	}
-	for k, need := range covered {
-		if need <= 0 {
-			continue
-		}
-		left := gpusLeft[k]
-		left.Total -= spent[k].Total
-		left.NonPreemptible -= spent[k].NonPreemptible
-		if left.Total < need || (!preemptible && left.NonPreemptible < need) {
+	if len(total) > 0 || len(nonPreemptible) > 0 {
+		e, has := l.grants[grantKey(l.holder, tenant)]
+		if !has {
 			return false
+		}
+		gpusLeft, expires := e.spendable()
+		if !now.Before(expires.Add(-grantMargin)) {
+			return false
+		}
+		spent := l.spent[tenant] // the decision's view left the rest out (usageWithout)
+		if old, had := l.reserved[key]; had && old.Escrowed && old.Tenant == tenant {
+			// Deciding the same workload again: its earlier spend is given
+			// back to the grant first.
+			spent = maps.Clone(spent)
+			subtractSpend(spent, old.Reservation)
+		}
+		for k, need := range total {
+			if need > 0 && gpusLeft[k].Total-spent[k].Total < need {
+				return false
+			}
+		}
+		for k, need := range nonPreemptible {
+			if need > 0 && gpusLeft[k].NonPreemptible-spent[k].NonPreemptible < need {
+				return false
+			}
 		}
 	}
 	if !ok(l.usageWithout(tenant, key, ownerUID)) {

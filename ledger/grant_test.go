@@ -30,11 +30,10 @@ func TestGrantsCountForOthersNotForTheirHolder(t *testing.T) {
 	// Anyone else (a report, a dry run) counts both.
 	require.Equal(t, Usage{Total: 14, NonPreemptible: 12}, l.Usage("vision")["org"][gpu])
 
-	covered := map[string]int{gpu: 5}
-	require.True(t, l.SpendGrant("k1", "vision", "", map[string]int{gpu: 5}, false, 0, time.Minute, covered, always))
+	require.True(t, l.SpendGrant("k1", "vision", "", map[string]int{gpu: 5}, false, 0, time.Minute, map[string]int{gpu: 5}, map[string]int{gpu: 5}, always))
 	require.Equal(t, Usage{Total: 11, NonPreemptible: 9}, l.UsageWithout("vision", "", "")["org"][gpu], "the spend counts")
 	require.Equal(t, Usage{Total: 14, NonPreemptible: 12}, l.Usage("vision")["org"][gpu], "within the grant: nothing more is used")
-	require.False(t, l.SpendGrant("k2", "vision", "", map[string]int{gpu: 4}, false, 0, time.Minute, map[string]int{gpu: 4}, always),
+	require.False(t, l.SpendGrant("k2", "vision", "", map[string]int{gpu: 4}, false, 0, time.Minute, map[string]int{gpu: 4}, map[string]int{gpu: 4}, always),
 		"3 left unspent do not cover 4")
 	require.Empty(t, l.TreeReservations("org"), "an escrowed reservation is never stored on its own")
 
@@ -46,7 +45,7 @@ func TestGrantsCountForOthersNotForTheirHolder(t *testing.T) {
 	require.Equal(t, Usage{Total: 6, NonPreemptible: 4}, l.UsageWithout("vision", "", "")["org"][gpu])
 	now = now.Add(10 * time.Second)
 	require.Equal(t, Usage{}, l.UsageWithout("vision", "", "")["org"][gpu])
-	require.False(t, l.SpendGrant("k3", "vision", "", map[string]int{gpu: 1}, false, 0, time.Minute, map[string]int{gpu: 1}, always),
+	require.False(t, l.SpendGrant("k3", "vision", "", map[string]int{gpu: 1}, false, 0, time.Minute, map[string]int{gpu: 1}, map[string]int{gpu: 1}, always),
 		"a's own lease ran out: not spendable")
 }
 
@@ -60,15 +59,15 @@ func TestStagedGrantSpendableOnceCommitted(t *testing.T) {
 	exp := now.Add(15 * time.Second)
 	l.SetOwnGrant("vision", map[string]Usage{gpu: {Total: 4, NonPreemptible: 4}}, exp)
 	one := map[string]int{gpu: 1}
-	require.False(t, l.SpendGrant("k", "vision", "", one, false, 0, time.Minute, one, always), "staged, not committed")
+	require.False(t, l.SpendGrant("k", "vision", "", one, false, 0, time.Minute, one, one, always), "staged, not committed")
 	gs := l.TreeGrants("org")
 	require.Len(t, gs, 1)
 	l.CommittedGrants("org", gs)
-	require.True(t, l.SpendGrant("k", "vision", "", one, false, 0, time.Minute, one, always))
+	require.True(t, l.SpendGrant("k", "vision", "", one, false, 0, time.Minute, one, one, always))
 
 	// A cut to what is spent (the pool path) holds at once.
 	l.SetOwnGrant("vision", nil, exp)
-	require.False(t, l.SpendGrant("k2", "vision", "", one, false, 0, time.Minute, one, always))
+	require.False(t, l.SpendGrant("k2", "vision", "", one, false, 0, time.Minute, one, one, always))
 	g, spent, ok := l.OwnGrant("vision")
 	require.True(t, ok)
 	require.Equal(t, Usage{Total: 1, NonPreemptible: 1}, g.GPUs[gpu], "never below what is spent")
@@ -93,7 +92,7 @@ func TestSettledEscrowStaysSpent(t *testing.T) {
 	l.UpsertNamespace(ns("v", "vision"))
 	l.SetTreeGrants("org", []Grant{{Holder: "a", Tenant: "vision", GPUs: map[string]Usage{gpu: {Total: 8, NonPreemptible: 8}}, Expires: now.Add(time.Hour)}})
 	key := WorkloadKey("batch/v1", "Job", "v", "train")
-	require.True(t, l.SpendGrant(key, "vision", "", map[string]int{gpu: 8}, false, 0, time.Minute, map[string]int{gpu: 8}, always))
+	require.True(t, l.SpendGrant(key, "vision", "", map[string]int{gpu: 8}, false, 0, time.Minute, map[string]int{gpu: 8}, map[string]int{gpu: 8}, always))
 	l.UpsertHold(key, Hold{Namespace: "v", UID: "u", Generation: 1, GPUs: map[string]int{gpu: 8}})
 	_, spent, _ := l.OwnGrant("vision")
 	require.Equal(t, 8, spent[gpu].Total, "settling: still spent")
@@ -101,4 +100,19 @@ func TestSettledEscrowStaysSpent(t *testing.T) {
 	_, spent, _ = l.OwnGrant("vision")
 	require.Empty(t, spent, "settled and no longer shared: back to the grant")
 	require.Equal(t, Usage{Total: 8, NonPreemptible: 8}, l.UsageWithout("vision", "", "")["org"][gpu], "the hold counts")
+}
+
+// TestPreemptiblePastCeilingNeedsNoGrant: preemptible work past every
+// ceiling only warns (it waits in the queue), so it needs no cover; a
+// preemptible spend within a ceiling needs the grant's total, not its
+// non-preemptible part.
+func TestPreemptiblePastCeilingNeedsNoGrant(t *testing.T) {
+	l := New(testConfig)
+	l.SetHolder("a", time.Minute)
+	one := map[string]int{gpu: 1}
+	require.True(t, l.SpendGrant("k", "vision", "", one, true, 0, time.Minute, nil, nil, always))
+	require.False(t, l.SpendGrant("k2", "vision", "", one, true, 0, time.Minute, one, nil, always), "no grant to cover the ceiling")
+	l.SetTreeGrants("org", []Grant{{Holder: "a", Tenant: "vision", GPUs: map[string]Usage{gpu: {Total: 2}}, Expires: time.Now().Add(time.Hour)}})
+	require.True(t, l.SpendGrant("k2", "vision", "", one, true, 0, time.Minute, one, nil, always))
+	require.False(t, l.SpendGrant("k3", "vision", "", one, false, 0, time.Minute, one, one, always), "no non-preemptible grant")
 }

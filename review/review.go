@@ -200,6 +200,7 @@ func (s *Service) review(ctx context.Context, obj *unstructured.Unstructured, re
 		}
 		reserved = reservation(w, d, req.DryRun)
 		reserved.Relied, reserved.ReliedKnown = d.Relied, d.ReliedKnown
+		reserved.WantsGuarantee = wantsGuarantee(d)
 		reserved.Generation = generation
 		return reserved, nil
 	})
@@ -402,6 +403,16 @@ func reservation(w workload.Workload, d evaluator.Decision, dryRun bool) cluster
 		return cluster.Reservation{}
 	}
 	return cluster.Reservation{GPUs: gpus, Preemptible: d.Directives.Preemptible}
+}
+
+// wantsGuarantee says whether d is of work that asked to run within its
+// tenant's guarantee: admitted non-preemptible, admitted at its tier's
+// borrowed class, or denied for going over a guarantee.
+func wantsGuarantee(d evaluator.Decision) bool {
+	if d.Allowed {
+		return !d.Directives.Preemptible || d.Directives.Tier != ""
+	}
+	return slices.ContainsFunc(d.Violations, func(v evaluator.Violation) bool { return v.Code == "QUOTA_OVER_GUARANTEE" })
 }
 
 // reservationKey is the ledger key of w's reservation: its name's, or, for

@@ -58,7 +58,14 @@ func sharedLedgerBurst(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	const pods, workers = 1000, 48
+	commits0, conflicts0, _ := ledgerCounts(t)
+	paths0 := grantPaths(t)
 	out := decideBurst(t, replicas, pods, workers, 0)
+	commits1, conflicts1, _ := ledgerCounts(t)
+	paths1 := grantPaths(t)
+	t.Logf("TenantLedger writes %.0f (%.0f conflicts); admissions from grants %.0f, to the pool %.0f, reclaims %.0f, given back %.0f",
+		commits1-commits0, conflicts1-conflicts0, paths1["grant"]-paths0["grant"], paths1["pool"]-paths0["pool"],
+		paths1["reclaim"]-paths0["reclaim"], paths1["given_back"]-paths0["given_back"])
 	t.Logf("%d decisions over %d replicas sharing one TenantLedger in %s (%.0f/s): p50 %s, p99 %s; %d non-preemptible, %d preemptible",
 		pods, n, out.elapsed.Round(time.Millisecond), float64(pods)/out.elapsed.Seconds(),
 		out.p50.Round(10*time.Microsecond), out.p99.Round(10*time.Microsecond), out.nonPreemptible, pods-out.nonPreemptible)
@@ -210,6 +217,29 @@ func decideBurst(tb testing.TB, replicas []*review.Service, pods, workers, first
 	out := burstResult{elapsed: time.Since(start), nonPreemptible: int(nonPreemptible.Load())}
 	sort.Slice(latencies, func(a, b int) bool { return latencies[a] < latencies[b] })
 	out.p50, out.p99 = latencies[pods/2], latencies[pods*99/100]
+	return out
+}
+
+// grantPaths reads the grants' metric: reserving admissions by path.
+func grantPaths(tb testing.TB) map[string]float64 {
+	tb.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "mandate_quota_grant_decisions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "path" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
 	return out
 }
 
