@@ -7,19 +7,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// alternatingClient sends each write to its two API servers in turn (reads
-// go to the first): what clients behind a control plane's load balancer
-// do, so both API servers call the webhook for the objects of one test.
+// alternatingClient sends each write to its API servers in turn (reads go
+// to the first): what clients behind a control plane's load balancer do,
+// so every API server calls the webhook for the objects of one test.
 type alternatingClient struct {
 	client.Client
-	other client.Client
-	n     atomic.Uint64
+	others []client.Client
+	n      atomic.Uint64
 }
 
 // next is the client of the next write.
 func (a *alternatingClient) next() client.Client {
-	if a.n.Add(1)%2 == 0 {
-		return a.other
+	if i := a.n.Add(1) % uint64(len(a.others)+1); i > 0 {
+		return a.others[i-1]
 	}
 	return a.Client
 }

@@ -180,24 +180,18 @@ func buildPod(name string) *corev1.Pod {
 // that never completed), and checks it was admitted.
 func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: types.UID("forged-" + pod.Name),
-			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
-			Namespace: pod.Namespace, Name: pod.Name, Operation: admissionv1.Create,
-			Object: runtime.RawExtension{Raw: raw}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hooks := s.env.Environment.WebhookInstallOptions
-	url := "https://" + net.JoinHostPort(hooks.LocalServingHost, strconv.Itoa(hooks.LocalServingPort)) + "/mutate"
+	addr := net.JoinHostPort(hooks.LocalServingHost, strconv.Itoa(hooks.LocalServingPort))
+	out, err := postReview(s.reviewClient(t), addr, pod)
+	if err != nil || !out.Allowed {
+		t.Fatalf("forged review of %s: %v %+v", pod.Name, err, out)
+	}
+}
+
+// reviewClient is an HTTPS client of the webhook servers, presenting the
+// API server's client certificate when the replicas require one.
+func (s *suite) reviewClient(t *testing.T) *http.Client {
+	t.Helper()
 	tc := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // envtest's serving certificate
 	if s.env.WebhookClientCA != nil {
 		cert, err := certs.IssueClient(s.env.WebhookClientCA, envtest.WebhookClientCN, time.Now(), time.Hour)
@@ -210,16 +204,39 @@ func (s *suite) forgeReview(t *testing.T, pod *corev1.Pod) {
 		}
 		tc.Certificates = []tls.Certificate{pair}
 	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
-	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+}
+
+// postReview POSTs an AdmissionReview of pod's CREATE (request uid
+// "forged-" and its name) to the /mutate of the webhook server at addr
+// through c and returns its response.
+func postReview(c *http.Client, addr string, pod *corev1.Pod) (*admissionv1.AdmissionResponse, error) {
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	raw, err := json.Marshal(pod)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("unable to encode pod %s: %w", pod.Name, err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID("forged-" + pod.Name),
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: pod.Namespace, Name: pod.Name, Operation: admissionv1.Create,
+			Object: runtime.RawExtension{Raw: raw}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to encode the review of pod %s: %w", pod.Name, err)
+	}
+	resp, err := c.Post("https://"+addr+"/mutate", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("unable to post the review of pod %s: %w", pod.Name, err)
 	}
 	defer resp.Body.Close()
 	var out admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil || !out.Response.Allowed {
-		t.Fatalf("forged review of %s: %v %+v", pod.Name, err, out.Response)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
+		return nil, fmt.Errorf("the review of pod %s got no response (HTTP %d): %v", pod.Name, resp.StatusCode, err)
 	}
+	return out.Response, nil
 }
 
 // TestPodsClaimingAnAdmittedJobBeyondItsSize: a Job admitted for 2 one-GPU

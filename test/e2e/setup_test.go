@@ -45,6 +45,9 @@ type suite struct {
 	// spreads the API server's calls over them (nil with one replica).
 	replicas []*app.Server
 	proxy    *l4proxy.RoundRobin
+	// backends are the replicas' webhook addresses, in replicas' order
+	// (nil with one replica).
+	backends []string
 	// shared: the replicas keep their reservations in the shared ledger.
 	shared bool
 }
@@ -89,9 +92,11 @@ type startOptions struct {
 	// (TenantLedger objects), as the chart's quota.shared does; more than
 	// one replica always does.
 	shared bool
-	// apiServers, when 2, starts a second API server on the same etcd
-	// (a highly available control plane): the suite's client then sends
-	// its writes to each in turn, so both call the webhook.
+	// apiServers, when more than 1, starts that many API servers on the
+	// same etcd (a highly available control plane): the suite's client
+	// then sends its writes to each in turn, so every one calls the
+	// webhook (each over its own connection, so each reaches a replica of
+	// its own behind the proxy).
 	apiServers int
 }
 
@@ -163,8 +168,12 @@ func startWith(t *testing.T, so startOptions) *suite {
 	})}, so.env...)...)
 	wio := env.Environment.WebhookInstallOptions
 	if so.apiServers > 1 {
-		_, second := env.StartSecondAPIServer(t)
-		env.Client = &alternatingClient{Client: env.Client, other: second}
+		alternating := &alternatingClient{Client: env.Client}
+		for range so.apiServers - 1 {
+			_, other := env.StartSecondAPIServer(t)
+			alternating.others = append(alternating.others, other)
+		}
+		env.Client = alternating
 	}
 
 	s := &suite{env: env, proxy: proxy, shared: so.shared || so.replicas > 1}
@@ -219,6 +228,7 @@ func startWith(t *testing.T, so startOptions) *suite {
 		envtest.WaitFor(t, 30*time.Second, "/readyz to answer 200", func() bool { return probe(healthAddr, "/readyz") == http.StatusOK })
 	}
 	if proxy != nil {
+		s.backends = backends
 		proxy.Serve(backends)
 	}
 	return s
