@@ -254,7 +254,7 @@ func (s *State) RunGrants(ctx context.Context, w client.WithWatch) error {
 		case <-ctx.Done():
 			return nil
 		case rf := <-g.refills:
-			if err := s.topUp(ctx, rf.root, rf.tenant); err != nil {
+			if err := s.topUp(ctx, rf.root, rf.tenant); err != nil && ctx.Err() == nil {
 				log.FromContext(ctx).Error(err, "unable to take a quota grant", "tree", rf.root, "tenant", rf.tenant)
 			}
 		case <-renew.C:
@@ -283,7 +283,7 @@ func (s *State) renewGrants(ctx context.Context) {
 			}
 			return true, nil
 		})
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "unable to renew the quota grants", "tree", root)
 		}
 	}
@@ -413,6 +413,9 @@ func (s *State) observe(ctx context.Context, obj *unstructured.Unstructured) {
 		return s.ledger.AnswerReclaim(root, at, s.ledger.Now().Add(g.opts.Lease).Truncate(time.Second)), nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
 		log.FromContext(ctx).Error(err, "unable to give back a quota grant", "tree", root)
 		return
 	}

@@ -357,8 +357,9 @@ func (l *Ledger) OthersUnanswered(tenant string, since time.Time) bool {
 	defer l.mu.Unlock()
 	l.expire()
 	chain := l.chain(tenant)
+	now := l.now()
 	for _, e := range l.grants {
-		if len(e.applied) > 0 && e.Holder != l.holder && e.Answered.Before(since) && l.isUnder(e.Tenant, chain) {
+		if len(e.applied) > 0 && e.Holder != l.holder && e.Answered.Before(since) && l.answers(e, now) && l.isUnder(e.Tenant, chain) {
 			return true
 		}
 	}
@@ -434,13 +435,19 @@ func (l *Ledger) OthersGrant(tenant string) bool {
 	defer l.mu.Unlock()
 	l.expire()
 	chain := l.chain(tenant)
+	now := l.now()
 	for _, e := range l.grants {
-		if len(e.applied) > 0 && e.Holder != l.holder && l.isUnder(e.Tenant, chain) {
+		if len(e.applied) > 0 && e.Holder != l.holder && l.answers(e, now) && l.isUnder(e.Tenant, chain) {
 			return true
 		}
 	}
 	return false
 }
+
+// answers says whether another holder's grant can still be given back:
+// its holder renewed it within its lease. One past it (a holder dead or
+// cut off) is frozen until its store bound, and no reclaim waits for it.
+func (l *Ledger) answers(e *grantEntry, now time.Time) bool { return !now.After(e.Expires) }
 
 // isUnder says whether tenant or one of its ancestors is in chain: a grant
 // of tenant counts at every tenant of chain it shares.
@@ -469,6 +476,9 @@ func (l *Ledger) UsageWithoutOthersGrants(tenant, key, ownerUID string, since ti
 		}
 		if !since.IsZero() && !e.Answered.Before(since) {
 			continue // answered: what is left is spent
+		}
+		if !l.answers(e, l.now()) {
+			continue // frozen: nobody will give it back before its bound
 		}
 		for t, depth := e.Tenant, 0; t != "" && depth < maxDepth; t, depth = l.cfg.Parents[t], depth+1 {
 			byRes, ok := out[t]
