@@ -277,6 +277,7 @@ AccountingStoragePort=%d
 AccountingStorageEnforce=associations,limits,qos,safe
 AccountingStorageTRES=gres/gpu,gres/gpu:%s,gres/gpu:nvidia-b200
 NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 Gres=gpu:%[6]s:%[8]d State=UNKNOWN
+EnforcePartLimits=ALL
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 Include %[4]s/etc/mandate-partitions.conf
 `, clusterName, ctldPort, slurmdPort, dir, dbdPort, gresType, nodeName, nodeGPUs), 0o644)
