@@ -116,3 +116,24 @@ func TestPreemptiblePastCeilingNeedsNoGrant(t *testing.T) {
 	require.True(t, l.SpendGrant("k2", "vision", "", one, true, 0, time.Minute, one, nil, always))
 	require.False(t, l.SpendGrant("k3", "vision", "", one, false, 0, time.Minute, one, one, always), "no non-preemptible grant")
 }
+
+// TestUnstoredEscrowGoesBackToTheGrant: a create the API server refused
+// after an admission spent from the grant gives the spend back to the
+// grant, and nothing stored changes (no write to make).
+func TestUnstoredEscrowGoesBackToTheGrant(t *testing.T) {
+	l := New(testConfig)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	l.SetHolder("a", time.Minute)
+	l.SetTreeGrants("org", []Grant{{Holder: "a", Tenant: "vision", GPUs: map[string]Usage{gpu: {Total: 2, NonPreemptible: 2}}, Expires: now.Add(time.Hour)}})
+	key := WorkloadKey("v1", "Pod", "v", "rejected")
+	one := map[string]int{gpu: 1}
+	require.True(t, l.SpendGrant(key, "vision", "", one, false, 0, time.Minute, one, one, always))
+	now = now.Add(10 * time.Second)
+	us := l.Unverified(5 * time.Second)
+	require.Len(t, us, 1)
+	require.False(t, l.ReleaseUnstored(us[0]), "an escrowed reservation: nothing stored changes")
+	_, spent, _ := l.OwnGrant("vision")
+	require.Empty(t, spent, "the spend went back to the grant")
+	require.Equal(t, Usage{}, l.UsageWithout("vision", "", "")["org"][gpu])
+}

@@ -31,6 +31,9 @@ func patchObjects(t *testing.T) map[string]*unstructured.Unstructured {
 		objs, err := workload.Decode(data)
 		require.NoError(t, err)
 		for i, obj := range objs {
+			if _, governed := workload.Lookup(obj.GroupVersionKind()); !governed {
+				continue // what a workload stands on (a DRA ResourceClaimTemplate)
+			}
 			name := fmt.Sprintf("%s#%d", filepath.Base(file), i)
 			out[name] = obj
 			out[name+"/edited"] = editedForPatch(t, obj)

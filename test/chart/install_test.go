@@ -247,6 +247,22 @@ func TestInstall(t *testing.T) {
 			}
 			return false
 		}
+		// granted says whether a replica holds a grant of tenant (or an
+		// ancestor) in the shared ledger.
+		granted := func(tenant string) bool {
+			var l unstructured.UnstructuredList
+			l.SetGroupVersionKind(cluster.TenantLedgerGVK.GroupVersion().WithKind("TenantLedgerList"))
+			require.NoError(t, c.List(ctx, &l))
+			for _, o := range l.Items {
+				text, _, _ := unstructured.NestedString(o.Object, "spec", "grants")
+				for _, line := range strings.Split(text, "\n") {
+					if f := strings.Fields(line); len(f) > 1 && f[1] == tenant {
+						return true
+					}
+				}
+			}
+			return false
+		}
 		pod := podIn("platform", "rejected-install", "")
 		pod.Spec.Containers[0].Name = "Bad_Name"
 		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
@@ -254,7 +270,14 @@ func TestInstall(t *testing.T) {
 		rejected := time.Now()
 		err := c.Create(ctx, pod)
 		require.True(t, apierrors.IsInvalid(err), "the API server rejects the container name: %v", err)
-		require.True(t, reserved(key), "Mandate reserved the pod's GPU before the API server rejected it")
+		if !reserved(key) {
+			// Spent from the replica's escrowed grant, with no write: the
+			// grant stored in the TenantLedger covers it, and the replica
+			// releases it locally (ledger.TestUnstoredEscrowGoesBackToTheGrant).
+			require.True(t, granted("platform"), "Mandate reserved the pod's GPU before the API server rejected it: in the shared ledger, or from a grant stored there")
+			t.Logf("the rejected create was admitted from %s's grant (no reservation written)", "platform")
+			return
+		}
 		envtest.WaitFor(t, 30*time.Second, "the rejected create's reservation to leave the shared ledger", func() bool { return !reserved(key) })
 		t.Logf("the rejected create's hold was released %s after the create returned", time.Since(rejected).Round(100*time.Millisecond))
 	})
