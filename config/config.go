@@ -253,8 +253,11 @@ type Quota struct {
 // (quota.shared): each replica admits from its own share of a tenant's
 // headroom, recorded in the TenantLedger, without a write per admission.
 type Grants struct {
-	// Disabled commits every reserving admission to the TenantLedger.
-	Disabled bool `json:"disabled" yaml:"disabled" mapstructure:"disabled"`
+	// Enabled admits from escrowed grants; off, every reserving admission
+	// commits to the TenantLedger. Off by default until the validating
+	// webhook, answered by another replica than /mutate, agrees with a
+	// decision spent from a grant (docs/architecture.md).
+	Enabled bool `json:"enabled" yaml:"enabled" mapstructure:"enabled"`
 	// Lease is how long a grant is spendable after its last write.
 	Lease time.Duration `json:"lease" yaml:"lease" mapstructure:"lease"`
 	// StoreBound is how long past its lease a grant still counts for the

@@ -88,7 +88,7 @@ func TestGrantsRacingCreatesSpendExactlyTheGuarantee(t *testing.T) {
 				// Longer than the burst: every reservation is stored
 				// and seen before the window could release it.
 				c.Quota.ConfirmationWindow = 10 * time.Minute
-				c.Quota.Grants.Disabled = tc.grantsOff
+				c.Quota.Grants.Enabled = !tc.grantsOff
 			}})
 			s.populate(t)
 			spends, commits := grantSpends(t), ledgerCommits(t)
@@ -147,7 +147,7 @@ func TestGrantsReclaimedForARequestThatFits(t *testing.T) {
 	s := startWith(t, startOptions{replicas: 3, shared: true, config: func(c *config.Serve) {
 		c.Policies = policies
 		c.Quota.ConfirmationWindow = 10 * time.Minute
-		c.Quota.Grants.Lease = 10 * time.Minute
+		c.Quota.Grants.Enabled, c.Quota.Grants.Lease = true, 10*time.Minute
 		c.Quota.Grants.Holder = fmt.Sprintf("replica-%d", n)
 		n++
 	}})
@@ -208,13 +208,13 @@ func TestGrantsOfAKilledReplicaReturnAfterTheBound(t *testing.T) {
 	s := startWith(t, startOptions{replicas: 2, shared: true, config: func(c *config.Serve) {
 		c.Policies = policies
 		c.Quota.ConfirmationWindow = 10 * time.Minute
-		c.Quota.Grants.Lease, c.Quota.Grants.StoreBound = lease, storeBound
+		c.Quota.Grants.Enabled, c.Quota.Grants.Lease, c.Quota.Grants.StoreBound = true, lease, storeBound
 	}})
 	s.populate(t)
 	ctx := context.Background()
 	survivors := s.backends
 	victim := s.startServeProcess(t, policies, fmt.Sprintf(
-		"quota:\n  shared: true\n  confirmationWindow: 10m\n  grants:\n    lease: %s\n    storeBound: %s\n    holder: victim\n", lease, storeBound))
+		"quota:\n  shared: true\n  confirmationWindow: 10m\n  grants:\n    enabled: true\n    lease: %s\n    storeBound: %s\n    holder: victim\n", lease, storeBound))
 
 	s.proxy.Serve([]string{victim.addr})
 	s.proxy.Rotate()

@@ -84,6 +84,9 @@ func (h *harness) burst(prefix string, workers int, during func(i int)) ([]time.
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
+			if failed == 0 {
+				fmt.Printf("burst: first failed create: %v\n", err)
+			}
 			failed++
 			return
 		}

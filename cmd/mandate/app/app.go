@@ -156,7 +156,7 @@ func New(ctx context.Context, rc *rest.Config, c config.Serve, decisions *decisi
 			return nil, fmt.Errorf("unable to create the shared ledger's client: %w", err)
 		}
 		s.State.ShareReservations(cl)
-		if !c.Quota.Grants.Disabled {
+		if c.Quota.Grants.Enabled {
 			holder := c.Quota.Grants.Holder
 			if holder == "" {
 				holder = cluster.HolderName()
