@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"time"
@@ -232,22 +233,9 @@ func (l *Ledger) TreeGrants(root string) []Grant {
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b Grant) int {
-		if c := compareStrings(a.Holder, b.Holder); c != 0 {
-			return c
-		}
-		return compareStrings(a.Tenant, b.Tenant)
+		return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.Tenant, b.Tenant))
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // OwnGrant is this replica's grant of tenant (its holder's: what may be
