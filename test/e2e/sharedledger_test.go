@@ -59,10 +59,10 @@ func sharedLedgerBurst(t *testing.T, n int) {
 	}
 	const pods, workers = 1000, 48
 	commits0, conflicts0, _ := ledgerCounts(t)
-	paths0 := grantPaths(t)
+	paths0 := grantSpends(t)
 	out := decideBurst(t, replicas, pods, workers, 0)
 	commits1, conflicts1, _ := ledgerCounts(t)
-	paths1 := grantPaths(t)
+	paths1 := grantSpends(t)
 	t.Logf("TenantLedger writes %.0f (%.0f conflicts); admissions from grants %.0f, to the pool %.0f, reclaims %.0f, given back %.0f",
 		commits1-commits0, conflicts1-conflicts0, paths1["grant"]-paths0["grant"], paths1["pool"]-paths0["pool"],
 		paths1["reclaim"]-paths0["reclaim"], paths1["given_back"]-paths0["given_back"])
@@ -217,29 +217,6 @@ func decideBurst(tb testing.TB, replicas []*review.Service, pods, workers, first
 	out := burstResult{elapsed: time.Since(start), nonPreemptible: int(nonPreemptible.Load())}
 	sort.Slice(latencies, func(a, b int) bool { return latencies[a] < latencies[b] })
 	out.p50, out.p99 = latencies[pods/2], latencies[pods*99/100]
-	return out
-}
-
-// grantPaths reads the grants' metric: reserving admissions by path.
-func grantPaths(tb testing.TB) map[string]float64 {
-	tb.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "mandate_quota_grant_decisions_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "path" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
 	return out
 }
 
